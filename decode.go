@@ -1,0 +1,223 @@
+package resourceapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// WriteMode says which kind of write a request body is decoded for.
+type WriteMode int
+
+// Write modes.
+const (
+	// ModeCreate: required fields must be present; absent fields take their
+	// defaults.
+	ModeCreate WriteMode = iota + 1
+	// ModeReplace: required fields must be present; absent fields become null
+	// or their default, except Keep fields, which stay as stored.
+	ModeReplace
+	// ModePatch: only the fields present change.
+	ModePatch
+)
+
+// DecodeRecord decodes a JSON request body into a record of res for a write of
+// the given mode, and validates it (see Validate). pathID is the id in the
+// request path for ModeReplace (a body id that differs is refused) and ignored
+// otherwise.
+//
+// Malformed JSON, or JSON that is not an object, returns CodeBadRequest. Unknown
+// fields, wrong types and failed constraints return one CodeValidation error
+// with a detail per bad field. Read-only fields are ignored.
+func DecodeRecord(res *Resource, body []byte, mode WriteMode, pathID int64) (Record, error) {
+	raw, err := decodeObject(body)
+	if err != nil {
+		return nil, err
+	}
+	rec := make(Record, len(raw))
+	var details []FieldError
+	for name, msg := range raw {
+		f := res.Field(name)
+		switch {
+		case f == nil:
+			details = append(details, FieldError{Field: name, Message: "is not a field of " + res.Singular})
+		case f.ReadOnly:
+			if name == "id" && mode == ModeReplace {
+				if id, ok := decodeInt(msg); !ok || id != pathID {
+					details = append(details, FieldError{Field: "id", Message: "does not match the id in the path"})
+				}
+			}
+		default:
+			v, why := decodeValue(f, msg)
+			if why != "" {
+				details = append(details, FieldError{Field: name, Message: why})
+				continue
+			}
+			rec[name] = v
+		}
+	}
+	return rec, validate(res, rec, mode, details)
+}
+
+// Validate checks and normalizes, in place, a record of res about to be
+// written in the given mode: required fields, nulls, and each field's
+// constraints. In ModeReplace, absent fields that are not Keep fields are set
+// to null, so that the replace clears them. Defaults of absent fields are the
+// store's to apply when it inserts. Values must already have their field's Go
+// type. Every bad field gives one detail of a CodeValidation error.
+func Validate(res *Resource, rec Record, mode WriteMode) error {
+	return validate(res, rec, mode, nil)
+}
+
+func validate(res *Resource, rec Record, mode WriteMode, details []FieldError) error {
+	bad := func(field, msg string) { details = append(details, FieldError{Field: field, Message: msg}) }
+	for i := range res.Fields {
+		f := &res.Fields[i]
+		v, present := rec[f.Name]
+		if f.ReadOnly {
+			delete(rec, f.Name)
+			continue
+		}
+		if !present {
+			switch {
+			case mode != ModePatch && f.Required:
+				bad(f.Name, "is required")
+			case mode == ModeReplace && !f.Keep:
+				rec[f.Name] = fieldDefault(f)
+			}
+			continue
+		}
+		if v == nil {
+			if !f.Nullable || f.Required {
+				bad(f.Name, "must not be null")
+			}
+			continue
+		}
+		if f.Normalize != nil {
+			v = f.Normalize(v)
+		}
+		if f.Check != nil {
+			if why := f.Check(v); why != "" {
+				bad(f.Name, why)
+				continue
+			}
+		}
+		rec[f.Name] = v
+	}
+	if len(details) == 0 {
+		return nil
+	}
+	order := make(map[string]int, len(res.Fields))
+	for i, f := range res.Fields {
+		order[f.Name] = i
+	}
+	slices.SortStableFunc(details, func(a, b FieldError) int {
+		ia, oka := order[a.Field]
+		ib, okb := order[b.Field]
+		switch {
+		case oka && okb:
+			return ia - ib
+		case oka != okb: // declared fields first, then unknown ones by name
+			if oka {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Field, b.Field)
+	})
+	return &Error{Code: CodeValidation, Message: "Request body is not valid", Details: details}
+}
+
+// decodeObject parses body as exactly one JSON object.
+func decodeObject(body []byte) (map[string]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var raw map[string]json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			return nil, Errorf(CodeBadRequest, "Request body must be a JSON object")
+		}
+		if errors.Is(err, io.EOF) {
+			return nil, Errorf(CodeBadRequest, "Request body is empty; a JSON object is required")
+		}
+		return nil, Errorf(CodeBadRequest, "Request body is not valid JSON")
+	}
+	if raw == nil {
+		return nil, Errorf(CodeBadRequest, "Request body must be a JSON object")
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, Errorf(CodeBadRequest, "Request body is not valid JSON: unexpected data after the object")
+	}
+	return raw, nil
+}
+
+func fieldDefault(f *Field) any {
+	if f.Default == nil {
+		return nil
+	}
+	return f.Default()
+}
+
+// decodeValue decodes one JSON value for f. It returns nil for JSON null and a
+// message when the value is not of f's type.
+func decodeValue(f *Field, msg json.RawMessage) (any, string) {
+	if string(msg) == "null" {
+		return nil, ""
+	}
+	want := "must be " + article(f.Type) + f.Type.String()
+	switch f.Type {
+	case TypeInt:
+		n, ok := decodeInt(msg)
+		if !ok {
+			return nil, want
+		}
+		return n, ""
+	case TypeString:
+		var s string
+		if json.Unmarshal(msg, &s) != nil {
+			return nil, want
+		}
+		return s, ""
+	case TypeBool:
+		var b bool
+		if json.Unmarshal(msg, &b) != nil {
+			return nil, want
+		}
+		return b, ""
+	case TypeStrings:
+		var list []string
+		if json.Unmarshal(msg, &list) != nil || list == nil {
+			return nil, want
+		}
+		return list, ""
+	}
+	return nil, "cannot be written"
+}
+
+// decodeInt accepts a JSON number with an integral value that fits in int64,
+// including forms such as 30.0 and 3e1.
+func decodeInt(msg json.RawMessage) (int64, bool) {
+	if len(msg) == 0 || !(msg[0] == '-' || (msg[0] >= '0' && msg[0] <= '9')) {
+		return 0, false
+	}
+	if n, err := strconv.ParseInt(string(msg), 10, 64); err == nil {
+		return n, true
+	}
+	f, err := strconv.ParseFloat(string(msg), 64)
+	if err != nil || f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+func article(t FieldType) string {
+	if t == TypeInt || t == TypeStrings {
+		return "an "
+	}
+	return "a "
+}

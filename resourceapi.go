@@ -1,0 +1,64 @@
+// Package resourceapi is the vocabulary of the service: resources and their
+// declarations, records, list queries, callers and permissions, errors, and the
+// interfaces the storage engines implement. It imports the standard library
+// only; transports (http, graph) and stores (sqlite, postgres) depend on it and
+// meet in cmd/resourceapi.
+package resourceapi
+
+import (
+	"context"
+	"time"
+)
+
+// Store is implemented by every storage engine (sqlite, postgres). Each method is
+// one transaction: it either commits all of its effects or none.
+//
+// Records passed in must already be decoded and validated (see DecodeRecord and
+// Resource.Validate); the store enforces what only the database can: existence,
+// uniqueness and the invariants that need a consistent view (the last admin).
+type Store interface {
+	// List returns one page of res's records matching q and the total number of
+	// matching records.
+	List(ctx context.Context, res *Resource, q ListQuery) (Page, error)
+
+	// Get returns the record with the given id, or an error with CodeNotFound.
+	Get(ctx context.Context, res *Resource, id int64) (Record, error)
+
+	// Create inserts rec and returns the stored record, with id and timestamps.
+	// Returns CodeConflict when a unique field is taken.
+	Create(ctx context.Context, res *Resource, rec Record) (Record, error)
+
+	// Replace overwrites the writable fields of record id with rec, or creates
+	// the record with that id when it does not exist (created is then true).
+	// cond, when not nil, is called inside the transaction with the current
+	// record (nil when absent) and aborts the write with its error.
+	// Returns CodeConflict when a unique field is taken and CodeUnprocessable
+	// when the write would break an invariant (the last admin).
+	Replace(ctx context.Context, res *Resource, id int64, rec Record, cond Condition) (_ Record, created bool, _ error)
+
+	// Update changes only the fields present in patch. Returns CodeNotFound when
+	// the record does not exist, and the errors of Replace.
+	Update(ctx context.Context, res *Resource, id int64, patch Record, cond Condition) (Record, error)
+
+	// Delete removes record id and everything that belongs to it. Returns
+	// CodeNotFound when it does not exist and CodeUnprocessable when the delete
+	// would break an invariant.
+	Delete(ctx context.Context, res *Resource, id int64, cond Condition) error
+
+	// Ping reports whether the database answers.
+	Ping(ctx context.Context) error
+}
+
+// Condition is a precondition checked inside a write transaction against the
+// current state of the record (nil when the record does not exist). A non-nil
+// error aborts the write and is returned to the caller unchanged.
+type Condition func(current Record) error
+
+// Clock returns the current time. Stores take one reading per transaction.
+type Clock func() time.Time
+
+// Timestamp normalises t to what the service stores and shows: UTC with
+// millisecond precision.
+func Timestamp(t time.Time) time.Time {
+	return t.UTC().Truncate(time.Millisecond)
+}

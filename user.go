@@ -1,0 +1,95 @@
+package resourceapi
+
+import (
+	"net/mail"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Users is the declaration of the users resource.
+var Users = NewResource(Resource{
+	Name:       "users",
+	Singular:   "user",
+	SoftDelete: "deleted",
+	Fields: []Field{
+		{Name: "id", Type: TypeInt, ReadOnly: true, Sortable: true},
+		{Name: "name", Type: TypeString, Required: true, Sortable: true, Searchable: true,
+			Normalize: trimSpace, Check: checkLength(1, 100)},
+		{Name: "email", Type: TypeString, Required: true, Unique: true, Sortable: true, Searchable: true,
+			Normalize: trimSpace, Check: checkEmail},
+		{Name: "age", Type: TypeInt, Nullable: true, Sortable: true, Check: checkRange(0, 150)},
+		{Name: "password", Type: TypeString, WriteOnly: true, Secret: true, Nullable: true, Keep: true,
+			Check: checkLength(8, 1024)},
+		{Name: "roles", Type: TypeStrings, Keep: true, AdminOnly: true, Default: func() any { return []string{RoleUser} },
+			Normalize: normalizeRoles, Check: checkRoles},
+		{Name: "created_at", Type: TypeTime, ReadOnly: true, Sortable: true},
+		{Name: "updated_at", Type: TypeTime, ReadOnly: true, Sortable: true},
+		{Name: "deleted", Type: TypeBool, Keep: true, Default: func() any { return false }},
+	},
+	Retain: &Retain{Field: "roles", Value: RoleAdmin, Message: "The last admin cannot be removed, deleted or demoted"},
+	Filters: []Filter{
+		{Param: "status", Kind: FilterSoftDelete, Values: []string{StatusActive, StatusDeleted, StatusAll}, Default: StatusActive},
+		{Param: "role", Kind: FilterContains, Field: "roles", Values: RoleNames()},
+	},
+})
+
+// MaxEmailLength is the longest accepted email address, in bytes (RFC 5321).
+const MaxEmailLength = 254
+
+func trimSpace(v any) any { return strings.TrimSpace(v.(string)) }
+
+func checkLength(lo, hi int) func(any) string {
+	return func(v any) string {
+		if n := utf8.RuneCountInString(v.(string)); n < lo || n > hi {
+			return "must be " + itoa(lo) + " to " + itoa(hi) + " characters"
+		}
+		return ""
+	}
+}
+
+func checkRange(lo, hi int64) func(any) string {
+	return func(v any) string {
+		if n := v.(int64); n < lo || n > hi {
+			return "must be between " + itoa(int(lo)) + " and " + itoa(int(hi))
+		}
+		return ""
+	}
+}
+
+// checkEmail accepts a bare RFC 5322 addr-spec (no display name, no angle
+// brackets) of at most MaxEmailLength bytes with a non-empty domain.
+func checkEmail(v any) string {
+	s := v.(string)
+	const msg = "must be a valid email address"
+	if s == "" || len(s) > MaxEmailLength {
+		return msg + " of at most 254 characters"
+	}
+	addr, err := mail.ParseAddress(s)
+	if err != nil || addr.Name != "" || addr.Address != s {
+		return msg
+	}
+	at := strings.LastIndexByte(s, '@')
+	if at < 1 || at == len(s)-1 {
+		return msg
+	}
+	return ""
+}
+
+func normalizeRoles(v any) any {
+	roles := slices.Clone(v.([]string))
+	slices.Sort(roles)
+	return slices.Compact(roles)
+}
+
+func checkRoles(v any) string {
+	for _, r := range v.([]string) {
+		if _, ok := rolePermissions[r]; !ok {
+			return "must be a list of roles from " + quotedList(RoleNames())
+		}
+	}
+	return ""
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
