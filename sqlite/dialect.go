@@ -1,0 +1,77 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/resourceapi/resourceapi"
+	"github.com/resourceapi/resourceapi/sqlstore"
+)
+
+// dialect is SQLite's sqlstore.Dialect.
+type dialect struct{}
+
+var _ sqlstore.Dialect = dialect{}
+
+func (dialect) Placeholder(int) string { return "?" }
+
+// Time stores Unix milliseconds: compact, and sorts as a number.
+func (dialect) Time(t time.Time) any { return t.UnixMilli() }
+
+// Search uses the resource's trigram FTS5 table (<name>_fts) for three
+// characters or more. Shorter strings have no trigram, so they scan with LIKE,
+// which folds ASCII case only; the FTS table folds all of Unicode.
+func (dialect) Search(q *sqlstore.Query, res *resourceapi.Resource, s string) string {
+	if utf8.RuneCountInString(s) >= 3 {
+		phrase := `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+		return "id IN (SELECT rowid FROM " + res.Name + "_fts WHERE " + res.Name + "_fts MATCH " + q.Arg(phrase) + ")"
+	}
+	pattern := sqlstore.LikePattern(s)
+	var ors []string
+	for _, col := range sqlstore.SearchColumns(res) {
+		ors = append(ors, col+` LIKE `+q.Arg(pattern)+` ESCAPE '\'`)
+	}
+	return "(" + strings.Join(ors, " OR ") + ")"
+}
+
+func (dialect) Contains(q *sqlstore.Query, column, value string) string {
+	return "EXISTS (SELECT 1 FROM json_each(" + column + ") WHERE value = " + q.Arg(value) + ")"
+}
+
+func (dialect) Unique(err error) (string, bool) {
+	var e *sqlite.Error
+	if !errors.As(err, &e) {
+		return "", false
+	}
+	switch e.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+	default:
+		return "", false
+	}
+	// "UNIQUE constraint failed: users.email_key"
+	msg := e.Error()
+	if i := strings.LastIndex(msg, "failed: "); i >= 0 {
+		col := msg[i+len("failed: "):]
+		if j := strings.IndexByte(col, '.'); j >= 0 {
+			col = col[j+1:]
+		}
+		if j := strings.IndexAny(col, " ,("); j >= 0 {
+			col = col[:j]
+		}
+		return col, true
+	}
+	return "", true
+}
+
+// LockRetain has nothing to do: the single writer serialises all writes.
+func (dialect) LockRetain(context.Context, *sql.Tx, *resourceapi.Resource) error { return nil }
+
+// InsertedID has nothing to do: AUTOINCREMENT continues after the largest id.
+func (dialect) InsertedID(context.Context, *sql.Tx, *resourceapi.Resource, int64) error { return nil }

@@ -1,0 +1,54 @@
+-- +goose Up
+CREATE TABLE users (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    name          TEXT    NOT NULL,
+    email         TEXT    NOT NULL,
+    -- lower(email), computed by the store: UNIQUE makes the database itself
+    -- refuse a duplicate, case-insensitively, whatever the race.
+    email_key     TEXT    NOT NULL UNIQUE,
+    age           INTEGER CHECK (age IS NULL OR age BETWEEN 0 AND 150),
+    password_hash TEXT,
+    roles         TEXT    NOT NULL DEFAULT '[]' CHECK (json_valid(roles)),
+    created_at    INTEGER NOT NULL, -- Unix milliseconds, UTC
+    updated_at    INTEGER NOT NULL,
+    deleted       INTEGER NOT NULL DEFAULT 0 CHECK (deleted IN (0, 1))
+) STRICT;
+
+-- Lists filter on deleted first (status=active is the default), then sort by
+-- one field with id breaking ties: one index per sortable field serves both
+-- the page and its count without a sort step.
+CREATE INDEX users_deleted_id         ON users (deleted, id);
+CREATE INDEX users_deleted_name       ON users (deleted, name, id);
+CREATE INDEX users_deleted_email      ON users (deleted, email, id);
+CREATE INDEX users_deleted_age        ON users (deleted, age, id);
+CREATE INDEX users_deleted_created_at ON users (deleted, created_at, id);
+CREATE INDEX users_deleted_updated_at ON users (deleted, updated_at, id);
+
+-- q is a case-insensitive substring of name or email: a trigram index finds
+-- the candidates of any query of three or more characters without a scan.
+CREATE VIRTUAL TABLE users_fts USING fts5(
+    name, email, content = 'users', content_rowid = 'id', tokenize = 'trigram'
+);
+
+-- +goose StatementBegin
+CREATE TRIGGER users_fts_insert AFTER INSERT ON users BEGIN
+    INSERT INTO users_fts (rowid, name, email) VALUES (new.id, new.name, new.email);
+END;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE TRIGGER users_fts_delete AFTER DELETE ON users BEGIN
+    INSERT INTO users_fts (users_fts, rowid, name, email) VALUES ('delete', old.id, old.name, old.email);
+END;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE TRIGGER users_fts_update AFTER UPDATE OF name, email ON users BEGIN
+    INSERT INTO users_fts (users_fts, rowid, name, email) VALUES ('delete', old.id, old.name, old.email);
+    INSERT INTO users_fts (rowid, name, email) VALUES (new.id, new.name, new.email);
+END;
+-- +goose StatementEnd
+
+-- +goose Down
+DROP TABLE users_fts;
+DROP TABLE users;

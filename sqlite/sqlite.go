@@ -1,0 +1,162 @@
+// Package sqlite is the embedded store: resourceapi.Store on a SQLite file,
+// through the pure-Go modernc.org/sqlite driver (no cgo, no server).
+//
+// The file runs in WAL mode. Reads go through a pool of read-only connections;
+// every write goes through one writer connection, which groups the writes that
+// arrive while it is busy into one transaction and one fsync (group commit),
+// each write inside its own savepoint so that it stays atomic on its own. So
+// writers never see "database is locked", and an acknowledged write is on disk.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/pressly/goose/v3"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/resourceapi/resourceapi"
+	"github.com/resourceapi/resourceapi/sqlstore"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Sync is SQLite's synchronous setting for the WAL.
+type Sync string
+
+// Sync settings. SyncFull (the default) makes every acknowledged write
+// survive power loss; SyncNormal only a crash of the process.
+const (
+	SyncFull   Sync = "FULL"
+	SyncNormal Sync = "NORMAL"
+)
+
+// Options configure Open. The zero value is the durable default.
+type Options struct {
+	Sync Sync
+	// Readers is the size of the read pool; 0 picks one from GOMAXPROCS.
+	Readers int
+	// Now is the store's clock; nil is time.Now.
+	Now resourceapi.Clock
+}
+
+// DB is a SQLite database. It implements resourceapi.Store.
+type DB struct {
+	*sqlstore.Store
+	read   *sql.DB
+	write  *sql.DB
+	writer *groupWriter
+}
+
+// Open opens (creating if needed) the SQLite file at path, brings its schema
+// up to date and starts the writer. Close releases it.
+func Open(ctx context.Context, path string, opts Options) (*DB, error) {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("open sqlite: %w", err)
+		}
+	}
+	sync := opts.Sync
+	if sync == "" {
+		sync = SyncFull
+	}
+	if sync != SyncFull && sync != SyncNormal {
+		return nil, fmt.Errorf("open sqlite: synchronous must be FULL or NORMAL, not %q", sync)
+	}
+	write, err := sql.Open("sqlite", dsn(path, sync, false))
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	// One writer connection: SQLite allows one writer at a time anyway, and
+	// queuing in Go is cheaper and fairer than retrying on SQLITE_BUSY.
+	write.SetMaxOpenConns(1)
+	write.SetMaxIdleConns(1)
+	write.SetConnMaxLifetime(0)
+	write.SetConnMaxIdleTime(0)
+	if err := migrate(ctx, write); err != nil {
+		write.Close()
+		return nil, err
+	}
+
+	read, err := sql.Open("sqlite", dsn(path, sync, true))
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	readers := opts.Readers
+	if readers <= 0 {
+		readers = max(4, 2*runtime.GOMAXPROCS(0))
+	}
+	read.SetMaxOpenConns(readers)
+	read.SetMaxIdleConns(readers)
+	read.SetConnMaxLifetime(0)
+	read.SetConnMaxIdleTime(0)
+
+	w := newGroupWriter(write)
+	return &DB{Store: sqlstore.New(read, w, dialect{}, opts.Now), read: read, write: write, writer: w}, nil
+}
+
+// dsn returns the driver's connection string. Writers take the write lock at
+// BEGIN (immediate), so a transaction never fails upgrading a read lock;
+// readers are query-only, so a bug can never write through them.
+func dsn(path string, sync Sync, readOnly bool) string {
+	v := url.Values{}
+	v.Add("_pragma", "busy_timeout(10000)")
+	v.Add("_pragma", "journal_mode(WAL)")
+	v.Add("_pragma", "synchronous("+string(sync)+")")
+	v.Add("_pragma", "foreign_keys(1)")
+	if readOnly {
+		v.Add("_pragma", "query_only(1)")
+	} else {
+		v.Set("_txlock", "immediate")
+	}
+	return "file:" + path + "?" + v.Encode()
+}
+
+// Migrate brings the schema of the SQLite file at path up to date and
+// returns.
+func Migrate(ctx context.Context, path string) error {
+	db, err := sql.Open("sqlite", dsn(path, SyncFull, false))
+	if err != nil {
+		return fmt.Errorf("migrate sqlite: %w", err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	return migrate(ctx, db)
+}
+
+func migrate(ctx context.Context, db *sql.DB) error {
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, mustSub(migrations, "migrations"),
+		goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return fmt.Errorf("migrate sqlite: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrate sqlite: %w", err)
+	}
+	return nil
+}
+
+// Close stops the writer after the writes under way and closes the
+// connections.
+func (db *DB) Close() error {
+	db.writer.close()
+	return errors.Join(db.read.Close(), db.write.Close())
+}
+
+func mustSub(fsys fs.FS, dir string) fs.FS {
+	sub, err := fs.Sub(fsys, dir)
+	if err != nil {
+		panic(err) // the embedded directory is fixed at build time
+	}
+	return sub
+}

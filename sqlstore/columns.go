@@ -1,0 +1,234 @@
+package sqlstore
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/resourceapi/resourceapi"
+)
+
+// column returns the column that stores field f. A secret is stored only as
+// its hash, in <name>_hash.
+func column(f *resourceapi.Field) string {
+	if f.Secret {
+		return f.Name + "_hash"
+	}
+	return f.Name
+}
+
+// keyColumn returns the column that enforces a unique string field
+// case-insensitively: <name>_key holds the lower-cased value under a UNIQUE
+// constraint, the same on every database.
+func keyColumn(f *resourceapi.Field) string {
+	if f.Unique && f.Type == resourceapi.TypeString {
+		return f.Name + "_key"
+	}
+	return ""
+}
+
+type columnValue struct {
+	name  string
+	value any
+}
+
+// writeColumns returns the columns a write of v to field f sets.
+func writeColumns(f *resourceapi.Field, v any) []columnValue {
+	cvs := []columnValue{{column(f), v}}
+	if key := keyColumn(f); key != "" {
+		s, _ := v.(string)
+		cvs = append(cvs, columnValue{key, strings.ToLower(s)})
+	}
+	return cvs
+}
+
+// columns is the select list of a resource's visible fields and how to scan
+// a row of it into a record.
+type columns struct {
+	list   string
+	fields []*resourceapi.Field
+}
+
+var columnsCache sync.Map // *resourceapi.Resource -> *columns
+
+func readColumns(res *resourceapi.Resource) *columns {
+	if c, ok := columnsCache.Load(res); ok {
+		return c.(*columns)
+	}
+	c := &columns{}
+	var names []string
+	for i := range res.Fields {
+		f := &res.Fields[i]
+		if f.WriteOnly {
+			continue
+		}
+		c.fields = append(c.fields, f)
+		names = append(names, column(f))
+	}
+	c.list = join(names)
+	columnsCache.Store(res, c)
+	return c
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func (c *columns) scan(row scanner) (resourceapi.Record, error) {
+	dest := make([]any, len(c.fields))
+	vals := make([]value, len(c.fields))
+	for i := range dest {
+		vals[i].typ = c.fields[i].Type
+		dest[i] = &vals[i]
+	}
+	if err := row.Scan(dest...); err != nil {
+		return nil, err
+	}
+	rec := make(resourceapi.Record, len(c.fields))
+	for i, f := range c.fields {
+		rec[f.Name] = vals[i].v
+	}
+	return rec, nil
+}
+
+// value scans one column into the Go type of its field's type.
+type value struct {
+	typ resourceapi.FieldType
+	v   any
+}
+
+func (v *value) Scan(src any) error {
+	if src == nil {
+		v.v = nil
+		if v.typ == resourceapi.TypeStrings {
+			v.v = []string{}
+		}
+		return nil
+	}
+	switch v.typ {
+	case resourceapi.TypeInt:
+		var n sql.NullInt64
+		if err := n.Scan(src); err != nil {
+			return err
+		}
+		v.v = n.Int64
+	case resourceapi.TypeString:
+		switch s := src.(type) {
+		case string:
+			v.v = s
+		case []byte:
+			v.v = string(s)
+		default:
+			return fmt.Errorf("scan %T into string", src)
+		}
+	case resourceapi.TypeBool:
+		var b sql.NullBool
+		if err := b.Scan(src); err != nil {
+			return err
+		}
+		v.v = b.Bool
+	case resourceapi.TypeTime:
+		switch t := src.(type) {
+		case int64: // SQLite: Unix milliseconds
+			v.v = time.UnixMilli(t).UTC()
+		case time.Time:
+			v.v = resourceapi.Timestamp(t)
+		default:
+			return fmt.Errorf("scan %T into time", src)
+		}
+	case resourceapi.TypeStrings:
+		var raw []byte
+		switch s := src.(type) {
+		case string:
+			raw = []byte(s)
+		case []byte:
+			raw = s
+		default:
+			return fmt.Errorf("scan %T into list", src)
+		}
+		list := []string{}
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return fmt.Errorf("scan list: %w", err)
+		}
+		v.v = list
+	default:
+		return fmt.Errorf("scan into field type %v", v.typ)
+	}
+	return nil
+}
+
+// encodeStrings stores a list as a JSON array, which both SQLite (json_each)
+// and PostgreSQL (jsonb containment) can search.
+func encodeStrings(list []string) string {
+	if list == nil {
+		list = []string{}
+	}
+	b, _ := json.Marshal(list)
+	return string(b)
+}
+
+// Query is a SQL text under construction with its bind arguments.
+type Query struct {
+	strings.Builder
+	args    []any
+	dialect Dialect
+}
+
+func (s *Store) newQuery() *Query { return &Query{dialect: s.dialect} }
+
+// Arg binds v and returns its placeholder.
+func (q *Query) Arg(v any) string {
+	q.args = append(q.args, v)
+	return q.dialect.Placeholder(len(q.args))
+}
+
+// where appends the WHERE clause of a list query. Only declared names reach
+// the SQL text; every value is bound.
+func (q *Query) where(res *resourceapi.Resource, lq resourceapi.ListQuery) {
+	var conds []string
+	for _, fv := range lq.Filters {
+		switch fv.Filter.Kind {
+		case resourceapi.FilterSoftDelete:
+			col := column(res.Field(res.SoftDelete))
+			conds = append(conds, col+" = "+q.Arg(fv.Value == resourceapi.StatusDeleted))
+		case resourceapi.FilterContains:
+			conds = append(conds, q.dialect.Contains(q, column(res.Field(fv.Filter.Field)), fv.Value))
+		case resourceapi.FilterEqual:
+			conds = append(conds, column(res.Field(fv.Filter.Field))+" = "+q.Arg(fv.Value))
+		}
+	}
+	if lq.Search != "" {
+		conds = append(conds, q.dialect.Search(q, res, lq.Search))
+	}
+	if len(conds) > 0 {
+		q.WriteString(" WHERE " + strings.Join(conds, " AND "))
+	}
+}
+
+// SearchColumns returns the columns of res's searchable fields.
+func SearchColumns(res *resourceapi.Resource) []string {
+	var cols []string
+	for i := range res.Fields {
+		if f := &res.Fields[i]; f.Searchable && !f.WriteOnly {
+			cols = append(cols, column(f))
+		}
+	}
+	return cols
+}
+
+// LikePattern returns a LIKE pattern matching s as a literal substring, with
+// backslash as the escape character.
+func LikePattern(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return "%" + r.Replace(s) + "%"
+}
+
+func join(parts []string) string { return strings.Join(parts, ", ") }
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
