@@ -1,0 +1,75 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/resourceapi/resourceapi"
+	"github.com/resourceapi/resourceapi/sqlstore"
+)
+
+// dialect is PostgreSQL's sqlstore.Dialect.
+type dialect struct{}
+
+var _ sqlstore.Dialect = dialect{}
+
+func (dialect) Placeholder(n int) string { return "$" + strconv.Itoa(n) }
+
+func (dialect) Time(t time.Time) any { return t }
+
+// Search matches with ILIKE, which the trigram GIN index serves for patterns
+// of three characters or more.
+func (dialect) Search(q *sqlstore.Query, res *resourceapi.Resource, s string) string {
+	p := q.Arg(sqlstore.LikePattern(s))
+	var ors []string
+	for _, col := range sqlstore.SearchColumns(res) {
+		ors = append(ors, col+" ILIKE "+p)
+	}
+	return "(" + strings.Join(ors, " OR ") + ")"
+}
+
+func (dialect) Contains(q *sqlstore.Query, column, value string) string {
+	b := sqlstore.EncodeStrings([]string{value})
+	return column + " @> " + q.Arg(b) + "::jsonb"
+}
+
+// Unique reads the column from the violation's detail:
+// `Key (email_key)=(a@b.c) already exists.`
+func (dialect) Unique(err error) (string, bool) {
+	var e *pgconn.PgError
+	if !errors.As(err, &e) || e.Code != "23505" {
+		return "", false
+	}
+	if rest, ok := strings.CutPrefix(e.Detail, "Key ("); ok {
+		if i := strings.IndexByte(rest, ')'); i >= 0 {
+			return rest[:i], true
+		}
+	}
+	return "", true
+}
+
+// LockRetain takes a transaction-scoped advisory lock, so that two writes
+// that each remove one of the last two admins run one after the other and the
+// second sees the first.
+func (dialect) LockRetain(ctx context.Context, tx *sql.Tx, res *resourceapi.Resource) error {
+	_, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", res.Name+".retain")
+	return err
+}
+
+// InsertedID moves the identity sequence past an explicitly inserted id (PUT
+// to an absent id), under a lock so that concurrent moves never go backwards.
+func (dialect) InsertedID(ctx context.Context, tx *sql.Tx, res *resourceapi.Resource, id int64) error {
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", res.Name+".id"); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `
+		SELECT setval(s, GREATEST($1::bigint, COALESCE(pg_sequence_last_value(s::regclass), 0)))
+		FROM pg_get_serial_sequence($2, 'id') AS s`, id, res.Name)
+	return err
+}

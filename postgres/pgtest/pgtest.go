@@ -1,0 +1,57 @@
+// Package pgtest gives tests a fresh PostgreSQL database of their own.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+)
+
+// EnvURL names the variable that points the tests at a PostgreSQL server.
+const EnvURL = "RESOURCEAPI_TEST_POSTGRES_URL"
+
+// URL returns the server URL from EnvURL, skipping tb with a clear message
+// when it is not set.
+func URL(tb testing.TB) string {
+	tb.Helper()
+	u := os.Getenv(EnvURL)
+	if u == "" {
+		tb.Skipf("PostgreSQL tests skipped: set %s (e.g. postgres://root@127.0.0.1:5432/test?sslmode=disable) to run them", EnvURL)
+	}
+	return u
+}
+
+// NewDatabase creates an empty database on the server at EnvURL (skipping tb
+// when it is unset), drops it when tb ends, and returns its URL.
+func NewDatabase(tb testing.TB) string {
+	tb.Helper()
+	base := URL(tb)
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		tb.Fatalf("pgtest: %v", err)
+	}
+	tb.Cleanup(func() { admin.Close() })
+	name := "resourceapi_test_" + strings.ToLower(rand.Text()[:16])
+	ctx := context.Background()
+	// The name is ours (base32 letters and digits), not input: safe to splice.
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		tb.Fatalf("pgtest: create database: %v", err)
+	}
+	tb.Cleanup(func() {
+		if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			tb.Errorf("pgtest: drop database %s: %v", name, err)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		tb.Fatalf("pgtest: %s: %v", EnvURL, err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}

@@ -1,0 +1,96 @@
+// Package postgres is the production store: resourceapi.Store on PostgreSQL,
+// through pgx's database/sql driver. Several stateless instances can share one
+// database: invariants that need a consistent view take advisory locks, and
+// migrations take a session lock so that instances starting together migrate
+// once.
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"runtime"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"github.com/resourceapi/resourceapi"
+	"github.com/resourceapi/resourceapi/sqlstore"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Options configure Open.
+type Options struct {
+	// MaxConns bounds the connection pool; 0 picks one from GOMAXPROCS.
+	MaxConns int
+	// Now is the store's clock; nil is time.Now.
+	Now resourceapi.Clock
+}
+
+// DB is a PostgreSQL database. It implements resourceapi.Store.
+type DB struct {
+	*sqlstore.Store
+	db *sql.DB
+}
+
+// Open connects to the database at url (postgres://...), brings its schema up
+// to date and returns the store. Close releases it.
+func Open(ctx context.Context, url string, opts Options) (*DB, error) {
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	conns := opts.MaxConns
+	if conns <= 0 {
+		conns = 4 * runtime.GOMAXPROCS(0)
+	}
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	if err := migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &DB{Store: sqlstore.New(db, sqlstore.TxWriter{DB: db}, dialect{}, opts.Now), db: db}, nil
+}
+
+// Migrate brings the schema of the database at url up to date and returns.
+func Migrate(ctx context.Context, url string) error {
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		return fmt.Errorf("migrate postgres: %w", err)
+	}
+	defer db.Close()
+	return migrate(ctx, db)
+}
+
+func migrate(ctx context.Context, db *sql.DB) error {
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return fmt.Errorf("migrate postgres: %w", err)
+	}
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return fmt.Errorf("migrate postgres: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, sub,
+		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return fmt.Errorf("migrate postgres: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrate postgres: %w", err)
+	}
+	return nil
+}
+
+// Close closes the connection pool.
+func (db *DB) Close() error { return db.db.Close() }
