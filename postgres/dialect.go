@@ -2,11 +2,9 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -21,7 +19,9 @@ var _ sqlstore.Dialect = dialect{}
 
 func (dialect) Placeholder(n int) string { return "$" + strconv.Itoa(n) }
 
-func (dialect) Time(t time.Time) any { return t }
+func (dialect) Value(v any) any { return v }
+
+func (dialect) Bool(b bool) string { return strconv.FormatBool(b) }
 
 // Search matches with ILIKE, which the trigram GIN index serves for patterns
 // of three characters or more.
@@ -37,6 +37,12 @@ func (dialect) Search(q *sqlstore.Query, res *resourceapi.Resource, s string) st
 func (dialect) Contains(q *sqlstore.Query, column, value string) string {
 	b := sqlstore.EncodeStrings([]string{value})
 	return column + " @> " + q.Arg(b) + "::jsonb"
+}
+
+// Count has no shortcut: PostgreSQL counts an index-only scan fast enough,
+// and a counter row would serialise every insert on its lock.
+func (dialect) Count(*sqlstore.Query, *resourceapi.Resource, resourceapi.ListQuery) string {
+	return ""
 }
 
 // Unique reads the column from the violation's detail:
@@ -57,14 +63,14 @@ func (dialect) Unique(err error) (string, bool) {
 // LockRetain takes a transaction-scoped advisory lock, so that two writes
 // that each remove one of the last two admins run one after the other and the
 // second sees the first.
-func (dialect) LockRetain(ctx context.Context, tx *sql.Tx, res *resourceapi.Resource) error {
+func (dialect) LockRetain(ctx context.Context, tx sqlstore.Execer, res *resourceapi.Resource) error {
 	_, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", res.Name+".retain")
 	return err
 }
 
 // InsertedID moves the identity sequence past an explicitly inserted id (PUT
 // to an absent id), under a lock so that concurrent moves never go backwards.
-func (dialect) InsertedID(ctx context.Context, tx *sql.Tx, res *resourceapi.Resource, id int64) error {
+func (dialect) InsertedID(ctx context.Context, tx sqlstore.Execer, res *resourceapi.Resource, id int64) error {
 	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", res.Name+".id"); err != nil {
 		return err
 	}

@@ -59,7 +59,9 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
-	return &DB{Store: sqlstore.New(db, sqlstore.TxWriter{DB: db}, dialect{}, opts.Now), db: db}, nil
+	return &DB{Store: sqlstore.New(sqlstore.Config{
+		Reader: sqlstore.DB{DB: db}, Writer: sqlstore.DB{DB: db}, Dialect: dialect{}, Now: opts.Now,
+	}), db: db}, nil
 }
 
 // Migrate brings the schema of the database at url up to date and returns.
@@ -93,4 +95,6 @@ func migrate(ctx context.Context, db *sql.DB) error {
 }
 
 // Close closes the connection pool.
-func (db *DB) Close() error { return db.db.Close() }
+func (db *DB) Close() error {
+	return db.db.Close()
+}

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"strings"
 	"time"
@@ -22,8 +21,27 @@ var _ sqlstore.Dialect = dialect{}
 
 func (dialect) Placeholder(int) string { return "?" }
 
-// Time stores Unix milliseconds: compact, and sorts as a number.
-func (dialect) Time(t time.Time) any { return t.UnixMilli() }
+func (dialect) Bool(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// Value stores timestamps as Unix milliseconds (compact, and sorted as
+// numbers) and booleans as 0 and 1, which is what SQLite compares them to.
+func (dialect) Value(v any) any {
+	switch v := v.(type) {
+	case time.Time:
+		return v.UnixMilli()
+	case bool:
+		if v {
+			return int64(1)
+		}
+		return int64(0)
+	}
+	return v
+}
 
 // Search uses the resource's trigram FTS5 table (<name>_fts) for three
 // characters or more. Shorter strings have no trigram, so they scan with LIKE,
@@ -71,7 +89,30 @@ func (dialect) Unique(err error) (string, bool) {
 }
 
 // LockRetain has nothing to do: the single writer serialises all writes.
-func (dialect) LockRetain(context.Context, *sql.Tx, *resourceapi.Resource) error { return nil }
+func (dialect) LockRetain(context.Context, sqlstore.Execer, *resourceapi.Resource) error { return nil }
 
 // InsertedID has nothing to do: AUTOINCREMENT continues after the largest id.
-func (dialect) InsertedID(context.Context, *sql.Tx, *resourceapi.Resource, int64) error { return nil }
+func (dialect) InsertedID(context.Context, sqlstore.Execer, *resourceapi.Resource, int64) error {
+	return nil
+}
+
+// Count reads the row_counts table, which triggers keep per resource and
+// soft-delete state, when the only filter is the soft-delete one: counting
+// rows through an index costs SQLite about 50 ns a row, which a list of a
+// million records would pay on every page.
+func (dialect) Count(q *sqlstore.Query, res *resourceapi.Resource, lq resourceapi.ListQuery) string {
+	if lq.Search != "" {
+		return ""
+	}
+	for _, fv := range lq.Filters {
+		if fv.Filter.Kind != resourceapi.FilterSoftDelete {
+			return ""
+		}
+	}
+	// Placeholders are positional: bind in the order they appear.
+	sql := "SELECT coalesce(sum(n), 0) FROM row_counts WHERE resource = " + q.Arg(res.Name)
+	for _, fv := range lq.Filters {
+		sql += " AND deleted = " + dialect{}.Bool(fv.Value == resourceapi.StatusDeleted)
+	}
+	return sql
+}

@@ -6,6 +6,11 @@
 // arrive while it is busy into one transaction and one fsync (group commit),
 // each write inside its own savepoint so that it stays atomic on its own. So
 // writers never see "database is locked", and an acknowledged write is on disk.
+//
+// A SQLite file is served by one process: the store caches records by id and
+// keeps counts in tables its triggers maintain, and the cache assumes no other
+// process writes the file while the server runs. Several instances need
+// PostgreSQL.
 package sqlite
 
 import (
@@ -47,14 +52,19 @@ type Options struct {
 	Readers int
 	// Now is the store's clock; nil is time.Now.
 	Now resourceapi.Clock
+	// CacheRecords bounds the cache of records by id; 0 is 4096 and a
+	// negative value turns the cache off. The cache is sound because this
+	// process is the only writer (see the package doc).
+	CacheRecords int
 }
 
 // DB is a SQLite database. It implements resourceapi.Store.
 type DB struct {
 	*sqlstore.Store
-	read   *sql.DB
-	write  *sql.DB
-	writer *groupWriter
+	read    *sql.DB
+	write   *sql.DB
+	readers *readers
+	writer  *groupWriter
 }
 
 // Open opens (creating if needed) the SQLite file at path, brings its schema
@@ -92,17 +102,35 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		write.Close()
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
-	readers := opts.Readers
-	if readers <= 0 {
-		readers = max(4, 2*runtime.GOMAXPROCS(0))
+	n := opts.Readers
+	if n <= 0 {
+		n = max(4, 2*runtime.GOMAXPROCS(0))
 	}
-	read.SetMaxOpenConns(readers)
-	read.SetMaxIdleConns(readers)
+	read.SetMaxOpenConns(n)
+	read.SetMaxIdleConns(n)
 	read.SetConnMaxLifetime(0)
 	read.SetConnMaxIdleTime(0)
+	db := &DB{read: read, write: write}
+	if db.readers, err = newReaders(ctx, read, n); err != nil {
+		db.closeDBs()
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	wc, err := newConn(ctx, write)
+	if err != nil {
+		db.readers.close()
+		db.closeDBs()
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	db.writer = newGroupWriter(wc)
 
-	w := newGroupWriter(write)
-	return &DB{Store: sqlstore.New(read, w, dialect{}, opts.Now), read: read, write: write, writer: w}, nil
+	cache := opts.CacheRecords
+	if cache == 0 {
+		cache = 4096
+	}
+	db.Store = sqlstore.New(sqlstore.Config{
+		Reader: db.readers, Writer: db.writer, Dialect: dialect{}, Now: opts.Now, CacheRecords: cache,
+	})
+	return db, nil
 }
 
 // dsn returns the driver's connection string. Writers take the write lock at
@@ -150,6 +178,11 @@ func migrate(ctx context.Context, db *sql.DB) error {
 // connections.
 func (db *DB) Close() error {
 	db.writer.close()
+	db.readers.close()
+	return errors.Join(db.writer.conn.close(), db.closeDBs())
+}
+
+func (db *DB) closeDBs() error {
 	return errors.Join(db.read.Close(), db.write.Close())
 }
 

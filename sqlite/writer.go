@@ -2,10 +2,11 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/resourceapi/resourceapi/sqlstore"
 )
 
 // maxBatch bounds how many writes share one commit, so that one batch's
@@ -22,7 +23,7 @@ var errClosed = errors.New("sqlite: store is closed")
 // Each write runs in its own savepoint: a write that fails is rolled back to
 // it alone, and the others still commit.
 type groupWriter struct {
-	db      *sql.DB
+	conn    *conn
 	jobs    chan *job
 	quit    chan struct{}
 	stopped chan struct{}
@@ -31,13 +32,13 @@ type groupWriter struct {
 
 type job struct {
 	ctx  context.Context
-	fn   func(context.Context, *sql.Tx) error
+	fn   func(context.Context, sqlstore.Querier) error
 	done chan error
 }
 
-func newGroupWriter(db *sql.DB) *groupWriter {
+func newGroupWriter(c *conn) *groupWriter {
 	w := &groupWriter{
-		db:      db,
+		conn:    c,
 		jobs:    make(chan *job),
 		quit:    make(chan struct{}),
 		stopped: make(chan struct{}),
@@ -46,10 +47,12 @@ func newGroupWriter(db *sql.DB) *groupWriter {
 	return w
 }
 
-// Write implements sqlstore.Writer. It returns once the write is committed
-// (or failed); if ctx ends first it returns ctx's error, and the write may
-// still commit or not, as with any database whose client stops waiting.
-func (w *groupWriter) Write(ctx context.Context, fn func(context.Context, *sql.Tx) error) error {
+// Write implements sqlstore.Writer. It returns once the write has committed
+// or failed. A write whose ctx ends while it waits in the queue is not run;
+// once taken, Write waits for the outcome even if ctx ends, so that its
+// caller always knows whether the write happened (and the store's cache is
+// never left stale by a write that committed after its caller gave up).
+func (w *groupWriter) Write(ctx context.Context, fn func(context.Context, sqlstore.Querier) error) error {
 	j := &job{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	select {
 	case w.jobs <- j:
@@ -58,14 +61,10 @@ func (w *groupWriter) Write(ctx context.Context, fn func(context.Context, *sql.T
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	select {
-	case err := <-j.done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return <-j.done
 }
 
+// close stops the writer once the batch under way has committed.
 func (w *groupWriter) close() {
 	w.once.Do(func() { close(w.quit) })
 	<-w.stopped
@@ -109,9 +108,8 @@ func (w *groupWriter) commit(batch []*job) {
 	// answers a cancellation by interrupting SQLite, and an interrupted write
 	// rolls back the whole transaction, other requests' writes included.
 	ctx := context.Background()
-	tx, err := w.db.BeginTx(ctx, nil)
-	if err != nil {
-		failAll(fmt.Errorf("begin: %w", err))
+	if err := w.conn.exec(ctx, "BEGIN IMMEDIATE"); err != nil {
+		failAll(err)
 		return
 	}
 	for i, j := range batch {
@@ -120,16 +118,14 @@ func (w *groupWriter) commit(batch []*job) {
 			continue
 		}
 		var txErr error
-		errs[i], txErr = runOne(ctx, tx, j)
+		errs[i], txErr = w.runOne(ctx, j)
 		if txErr != nil {
-			tx.Rollback()
-			failAll(txErr)
+			failAll(errors.Join(txErr, w.conn.exec(ctx, "ROLLBACK")))
 			return
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		tx.Rollback()
-		failAll(fmt.Errorf("commit: %w", err))
+	if err := w.conn.exec(ctx, "COMMIT"); err != nil {
+		failAll(errors.Join(err, w.conn.exec(ctx, "ROLLBACK")))
 		return
 	}
 	for i, j := range batch {
@@ -137,32 +133,32 @@ func (w *groupWriter) commit(batch []*job) {
 	}
 }
 
-// runOne runs one job inside a savepoint of tx, so that its failure undoes
-// only its own changes. It returns the job's error, and a transaction error
-// when the savepoint itself failed, which leaves the transaction unusable.
-func runOne(ctx context.Context, tx *sql.Tx, j *job) (jobErr, txErr error) {
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT job"); err != nil {
-		return nil, fmt.Errorf("savepoint: %w", err)
+// runOne runs one job inside a savepoint, so that its failure undoes only its
+// own changes. It returns the job's error, and a transaction error when the
+// savepoint itself failed, which leaves the transaction unusable.
+func (w *groupWriter) runOne(ctx context.Context, j *job) (jobErr, txErr error) {
+	if err := w.conn.exec(ctx, "SAVEPOINT job"); err != nil {
+		return nil, err
 	}
-	jobErr = runJob(ctx, tx, j)
+	jobErr = w.runJob(ctx, j)
 	if jobErr != nil {
-		if _, err := tx.ExecContext(ctx, "ROLLBACK TO job"); err != nil {
-			return jobErr, fmt.Errorf("rollback to savepoint: %w", err)
+		if err := w.conn.exec(ctx, "ROLLBACK TO job"); err != nil {
+			return jobErr, err
 		}
 	}
-	if _, err := tx.ExecContext(ctx, "RELEASE job"); err != nil {
-		return jobErr, fmt.Errorf("release savepoint: %w", err)
+	if err := w.conn.exec(ctx, "RELEASE job"); err != nil {
+		return jobErr, err
 	}
 	return jobErr, nil
 }
 
 // runJob runs j's function, turning a panic into an error: the writer
 // goroutine serves every request and must survive one bad write.
-func runJob(ctx context.Context, tx *sql.Tx, j *job) (err error) {
+func (w *groupWriter) runJob(ctx context.Context, j *job) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("write panicked: %v", p)
 		}
 	}()
-	return j.fn(ctx, tx)
+	return j.fn(ctx, w.conn)
 }

@@ -158,9 +158,9 @@ func (v *value) Scan(src any) error {
 	return nil
 }
 
-// encodeStrings stores a list as a JSON array, which both SQLite (json_each)
+// EncodeStrings stores a list as a JSON array, which both SQLite (json_each)
 // and PostgreSQL (jsonb containment) can search.
-func encodeStrings(list []string) string {
+func EncodeStrings(list []string) string {
 	if list == nil {
 		list = []string{}
 	}
@@ -179,7 +179,10 @@ func (s *Store) newQuery() *Query { return &Query{dialect: s.dialect} }
 
 // Arg binds v and returns its placeholder.
 func (q *Query) Arg(v any) string {
-	q.args = append(q.args, v)
+	if list, ok := v.([]string); ok {
+		v = EncodeStrings(list)
+	}
+	q.args = append(q.args, q.dialect.Value(v))
 	return q.dialect.Placeholder(len(q.args))
 }
 
@@ -191,7 +194,7 @@ func (q *Query) where(res *resourceapi.Resource, lq resourceapi.ListQuery) {
 		switch fv.Filter.Kind {
 		case resourceapi.FilterSoftDelete:
 			col := column(res.Field(res.SoftDelete))
-			conds = append(conds, col+" = "+q.Arg(fv.Value == resourceapi.StatusDeleted))
+			conds = append(conds, col+" = "+q.dialect.Bool(fv.Value == resourceapi.StatusDeleted))
 		case resourceapi.FilterContains:
 			conds = append(conds, q.dialect.Contains(q, column(res.Field(fv.Filter.Field)), fv.Value))
 		case resourceapi.FilterEqual:

@@ -18,23 +18,50 @@ import (
 type Dialect interface {
 	// Placeholder returns the bind parameter for the n-th argument (1-based).
 	Placeholder(n int) string
-	// Time converts a timestamp to the value stored in a time column.
-	Time(t time.Time) any
+	// Bool returns the literal for a boolean. Booleans compared with the
+	// soft-delete flag are spliced into the SQL as literals (they come from the
+	// declaration, never from a request), because SQLite re-plans a statement
+	// on every run when a bound value decides between indexes.
+	Bool(b bool) string
+	// Value converts a bound value to what the driver stores: timestamps and
+	// booleans differ between databases. Lists are JSON text before this.
+	Value(v any) any
 	// Search returns a condition matching records of res whose searchable
 	// fields contain s, case-insensitively and literally (no wildcards).
 	Search(q *Query, res *resourceapi.Resource, s string) string
 	// Contains returns a condition matching records whose list column (a JSON
 	// array of strings) contains value.
 	Contains(q *Query, column, value string) string
+	// Count returns a query for the number of records of res matching lq that
+	// does not scan them, or "" when the database keeps no such count for lq.
+	Count(q *Query, res *resourceapi.Resource, lq resourceapi.ListQuery) string
 	// Unique reports whether err is a unique-constraint violation, and on
 	// which column when the driver says.
 	Unique(err error) (column string, ok bool)
 	// LockRetain serialises the writes that check res's Retain invariant, on
 	// databases where transactions could otherwise both pass the check.
-	LockRetain(ctx context.Context, tx *sql.Tx, res *resourceapi.Resource) error
+	LockRetain(ctx context.Context, tx Execer, res *resourceapi.Resource) error
 	// InsertedID makes the id sequence of res skip past an id inserted
 	// explicitly, so that later inserts never collide with it.
-	InsertedID(ctx context.Context, tx *sql.Tx, res *resourceapi.Resource, id int64) error
+	InsertedID(ctx context.Context, tx Execer, res *resourceapi.Resource, id int64) error
+}
+
+// Querier runs statements on one connection or transaction.
+type Querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Execer runs a statement inside a write transaction.
+type Execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// Reader runs reads. With snapshot set, every statement fn runs sees the
+// same consistent state of the database (a read transaction).
+type Reader interface {
+	Read(ctx context.Context, snapshot bool, fn func(ctx context.Context, q Querier) error) error
 }
 
 // Writer runs fn in a write transaction and commits it. It returns fn's error
@@ -43,15 +70,33 @@ type Dialect interface {
 // transaction with other callers (package sqlite groups commits), and one
 // caller's cancellation must not interrupt the others' writes.
 type Writer interface {
-	Write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error
+	Write(ctx context.Context, fn func(ctx context.Context, q Querier) error) error
 }
 
-// TxWriter is the plain Writer: one database transaction per call.
-type TxWriter struct{ DB *sql.DB }
+// DB is the Reader and Writer of a server database reached through a
+// database/sql pool: one transaction per write, and reads that need a
+// snapshot in a read-only transaction.
+type DB struct{ *sql.DB }
+
+// Read implements Reader.
+func (db DB) Read(ctx context.Context, snapshot bool, fn func(ctx context.Context, q Querier) error) error {
+	if !snapshot {
+		return fn(ctx, db.DB)
+	}
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	if err := fn(ctx, tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
 
 // Write implements Writer.
-func (w TxWriter) Write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
-	tx, err := w.DB.BeginTx(ctx, nil)
+func (db DB) Write(ctx context.Context, fn func(ctx context.Context, q Querier) error) error {
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -67,26 +112,49 @@ func (w TxWriter) Write(ctx context.Context, fn func(ctx context.Context, tx *sq
 
 // Store implements resourceapi.Store on a SQL database.
 type Store struct {
-	read    *sql.DB
+	reader  Reader
 	writer  Writer
 	dialect Dialect
 	now     resourceapi.Clock
+	cache   *recordCache
 }
 
 var _ resourceapi.Store = (*Store)(nil)
 
-// New returns a Store that reads through read, writes through w and takes
-// timestamps from now (time.Now when nil).
-func New(read *sql.DB, w Writer, d Dialect, now resourceapi.Clock) *Store {
+// Config says how a Store reaches its database.
+type Config struct {
+	Reader  Reader
+	Writer  Writer
+	Dialect Dialect
+	// Now is the clock; nil is time.Now.
+	Now resourceapi.Clock
+	// CacheRecords, when positive, caches up to that many records by id. Set
+	// it only when this Store is the database's only writer.
+	CacheRecords int
+}
+
+// New returns a Store for cfg.
+func New(cfg Config) *Store {
+	now := cfg.Now
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{read: read, writer: w, dialect: d, now: now}
+	return &Store{
+		reader:  cfg.Reader,
+		writer:  cfg.Writer,
+		dialect: cfg.Dialect,
+		now:     now,
+		cache:   newRecordCache(cfg.CacheRecords),
+	}
 }
 
 // Ping implements resourceapi.Store.
 func (s *Store) Ping(ctx context.Context) error {
-	if err := s.read.PingContext(ctx); err != nil {
+	err := s.reader.Read(ctx, false, func(ctx context.Context, q Querier) error {
+		var one int
+		return q.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+	})
+	if err != nil {
 		return fmt.Errorf("ping: %w", err)
 	}
 	return nil
@@ -95,22 +163,33 @@ func (s *Store) Ping(ctx context.Context) error {
 // List implements resourceapi.Store.
 func (s *Store) List(ctx context.Context, res *resourceapi.Resource, lq resourceapi.ListQuery) (resourceapi.Page, error) {
 	// One read transaction, so that the total and the page agree.
-	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	var page resourceapi.Page
+	err := s.reader.Read(ctx, true, func(ctx context.Context, tx Querier) error {
+		var err error
+		page, err = s.list(ctx, tx, res, lq)
+		return err
+	})
 	if err != nil {
-		return resourceapi.Page{}, fmt.Errorf("list %s: begin: %w", res.Name, err)
+		return resourceapi.Page{}, fmt.Errorf("list %s: %w", res.Name, err)
 	}
-	defer tx.Rollback()
+	return page, nil
+}
 
+func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource, lq resourceapi.ListQuery) (resourceapi.Page, error) {
 	count := s.newQuery()
-	count.WriteString("SELECT count(*) FROM " + res.Name)
-	count.where(res, lq)
+	if fast := s.dialect.Count(count, res, lq); fast != "" {
+		count.WriteString(fast)
+	} else {
+		count.WriteString("SELECT count(*) FROM " + res.Name)
+		count.where(res, lq)
+	}
 	var page resourceapi.Page
 	if err := tx.QueryRowContext(ctx, count.String(), count.args...).Scan(&page.Total); err != nil {
-		return resourceapi.Page{}, fmt.Errorf("list %s: count: %w", res.Name, err)
+		return page, fmt.Errorf("count: %w", err)
 	}
+	page.Records = []resourceapi.Record{}
 	if lq.Offset() >= page.Total {
-		page.Records = []resourceapi.Record{}
-		return page, tx.Commit()
+		return page, nil
 	}
 
 	q := s.newQuery()
@@ -132,42 +211,43 @@ func (s *Store) List(ctx context.Context, res *resourceapi.Resource, lq resource
 
 	rows, err := tx.QueryContext(ctx, q.String(), q.args...)
 	if err != nil {
-		return resourceapi.Page{}, fmt.Errorf("list %s: %w", res.Name, err)
+		return page, err
 	}
 	defer rows.Close()
 	page.Records = make([]resourceapi.Record, 0, lq.Limit)
 	for rows.Next() {
 		rec, err := cols.scan(rows)
 		if err != nil {
-			return resourceapi.Page{}, fmt.Errorf("list %s: %w", res.Name, err)
+			return page, err
 		}
 		page.Records = append(page.Records, rec)
 	}
-	if err := rows.Err(); err != nil {
-		return resourceapi.Page{}, fmt.Errorf("list %s: %w", res.Name, err)
-	}
-	return page, tx.Commit()
+	return page, rows.Err()
 }
 
 // Get implements resourceapi.Store.
 func (s *Store) Get(ctx context.Context, res *resourceapi.Resource, id int64) (resourceapi.Record, error) {
-	rec, err := s.get(ctx, s.read, res, id)
+	rec, gen := s.cache.get(res, id)
+	if rec != nil {
+		return rec, nil
+	}
+	err := s.reader.Read(ctx, false, func(ctx context.Context, q Querier) error {
+		var err error
+		rec, err = s.get(ctx, q, res, id)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("get %s %d: %w", res.Singular, id, err)
 	}
 	if rec == nil {
 		return nil, notFound(res)
 	}
+	s.cache.put(res, rec, gen)
 	return rec, nil
 }
 
-// queryer is what reads need: a *sql.DB or a *sql.Tx.
-type queryer interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 // get returns the record, or nil when it does not exist.
-func (s *Store) get(ctx context.Context, db queryer, res *resourceapi.Resource, id int64) (resourceapi.Record, error) {
+func (s *Store) get(ctx context.Context, db Querier, res *resourceapi.Resource, id int64) (resourceapi.Record, error) {
 	cols := readColumns(res)
 	row := db.QueryRowContext(ctx, "SELECT "+cols.list+" FROM "+res.Name+" WHERE id = "+s.dialect.Placeholder(1), id)
 	rec, err := cols.scan(row)
@@ -180,7 +260,7 @@ func (s *Store) get(ctx context.Context, db queryer, res *resourceapi.Resource, 
 // Create implements resourceapi.Store.
 func (s *Store) Create(ctx context.Context, res *resourceapi.Resource, rec resourceapi.Record) (resourceapi.Record, error) {
 	var out resourceapi.Record
-	err := s.writer.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
 		id, err := s.insert(ctx, tx, res, 0, rec)
 		if err != nil {
 			return err
@@ -198,7 +278,7 @@ func (s *Store) Create(ctx context.Context, res *resourceapi.Resource, rec resou
 func (s *Store) Replace(ctx context.Context, res *resourceapi.Resource, id int64, rec resourceapi.Record, cond resourceapi.Condition) (resourceapi.Record, bool, error) {
 	var out resourceapi.Record
 	var created bool
-	err := s.writer.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
 		created = false
 		cur, err := s.current(ctx, tx, res, id, rec)
 		if err != nil {
@@ -220,6 +300,7 @@ func (s *Store) Replace(ctx context.Context, res *resourceapi.Resource, id int64
 		out, err = s.get(ctx, tx, res, id)
 		return err
 	})
+	s.cache.invalidate(res, id)
 	if err != nil {
 		return nil, false, fmt.Errorf("replace %s %d: %w", res.Singular, id, err)
 	}
@@ -229,7 +310,7 @@ func (s *Store) Replace(ctx context.Context, res *resourceapi.Resource, id int64
 // Update implements resourceapi.Store.
 func (s *Store) Update(ctx context.Context, res *resourceapi.Resource, id int64, patch resourceapi.Record, cond resourceapi.Condition) (resourceapi.Record, error) {
 	var out resourceapi.Record
-	err := s.writer.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
 		cur, err := s.current(ctx, tx, res, id, patch)
 		if err != nil {
 			return err
@@ -248,6 +329,7 @@ func (s *Store) Update(ctx context.Context, res *resourceapi.Resource, id int64,
 		out, err = s.get(ctx, tx, res, id)
 		return err
 	})
+	s.cache.invalidate(res, id)
 	if err != nil {
 		return nil, fmt.Errorf("update %s %d: %w", res.Singular, id, err)
 	}
@@ -256,7 +338,7 @@ func (s *Store) Update(ctx context.Context, res *resourceapi.Resource, id int64,
 
 // Delete implements resourceapi.Store.
 func (s *Store) Delete(ctx context.Context, res *resourceapi.Resource, id int64, cond resourceapi.Condition) error {
-	err := s.writer.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
 		cur, err := s.current(ctx, tx, res, id, nil)
 		if err != nil {
 			return err
@@ -275,6 +357,7 @@ func (s *Store) Delete(ctx context.Context, res *resourceapi.Resource, id int64,
 		_, err = tx.ExecContext(ctx, "DELETE FROM "+res.Name+" WHERE id = "+s.dialect.Placeholder(1), id)
 		return err
 	})
+	s.cache.invalidate(res, id)
 	if err != nil {
 		return fmt.Errorf("delete %s %d: %w", res.Singular, id, err)
 	}
@@ -284,7 +367,7 @@ func (s *Store) Delete(ctx context.Context, res *resourceapi.Resource, id int64,
 // current reads the record a write is about to change, taking the Retain lock
 // first when the write could break the invariant, so that the check that
 // follows sees every committed change.
-func (s *Store) current(ctx context.Context, tx *sql.Tx, res *resourceapi.Resource, id int64, change resourceapi.Record) (resourceapi.Record, error) {
+func (s *Store) current(ctx context.Context, tx Querier, res *resourceapi.Resource, id int64, change resourceapi.Record) (resourceapi.Record, error) {
 	if res.Retain != nil && touchesRetain(res, change) {
 		if err := s.dialect.LockRetain(ctx, tx, res); err != nil {
 			return nil, fmt.Errorf("lock: %w", err)
@@ -306,14 +389,14 @@ func touchesRetain(res *resourceapi.Resource, change resourceapi.Record) bool {
 
 // checkRetain fails with CodeUnprocessable when turning before into after
 // (nil: deleted) leaves no active record holding the Retain value.
-func (s *Store) checkRetain(ctx context.Context, tx *sql.Tx, res *resourceapi.Resource, before, after resourceapi.Record) error {
+func (s *Store) checkRetain(ctx context.Context, tx Querier, res *resourceapi.Resource, before, after resourceapi.Record) error {
 	if !res.Holds(before) || res.Holds(after) {
 		return nil
 	}
 	q := s.newQuery()
 	q.WriteString("SELECT count(*) FROM " + res.Name + " WHERE id <> " + q.Arg(before.ID()))
 	if res.SoftDelete != "" {
-		q.WriteString(" AND " + column(res.Field(res.SoftDelete)) + " = " + q.Arg(false))
+		q.WriteString(" AND " + column(res.Field(res.SoftDelete)) + " = " + s.dialect.Bool(false))
 	}
 	q.WriteString(" AND " + s.dialect.Contains(q, column(res.Field(res.Retain.Field)), res.Retain.Value))
 	var others int
@@ -328,7 +411,7 @@ func (s *Store) checkRetain(ctx context.Context, tx *sql.Tx, res *resourceapi.Re
 
 // insert adds rec with the given id (0: the next from the sequence), taking
 // declared defaults for absent fields, and returns the id.
-func (s *Store) insert(ctx context.Context, tx *sql.Tx, res *resourceapi.Resource, id int64, rec resourceapi.Record) (int64, error) {
+func (s *Store) insert(ctx context.Context, tx Querier, res *resourceapi.Resource, id int64, rec resourceapi.Record) (int64, error) {
 	now := resourceapi.Timestamp(s.now())
 	q := s.newQuery()
 	var cols, vals []string
@@ -347,11 +430,11 @@ func (s *Store) insert(ctx context.Context, tx *sql.Tx, res *resourceapi.Resourc
 		}
 		full[f.Name] = v
 		for _, c := range writeColumns(f, v) {
-			cols, vals = append(cols, c.name), append(vals, q.Arg(s.value(c.value)))
+			cols, vals = append(cols, c.name), append(vals, q.Arg(c.value))
 		}
 	}
 	cols = append(cols, "created_at", "updated_at")
-	vals = append(vals, q.Arg(s.dialect.Time(now)), q.Arg(s.dialect.Time(now)))
+	vals = append(vals, q.Arg(now), q.Arg(now))
 	q.WriteString("INSERT INTO " + res.Name + " (" + join(cols) + ") VALUES (" + join(vals) + ") RETURNING id")
 	var newID int64
 	if err := tx.QueryRowContext(ctx, q.String(), q.args...).Scan(&newID); err != nil {
@@ -366,7 +449,7 @@ func (s *Store) insert(ctx context.Context, tx *sql.Tx, res *resourceapi.Resourc
 }
 
 // update writes the fields present in change over cur.
-func (s *Store) update(ctx context.Context, tx *sql.Tx, res *resourceapi.Resource, cur, change resourceapi.Record) error {
+func (s *Store) update(ctx context.Context, tx Querier, res *resourceapi.Resource, cur, change resourceapi.Record) error {
 	after := make(resourceapi.Record, len(cur))
 	for k, v := range cur {
 		after[k] = v
@@ -381,30 +464,19 @@ func (s *Store) update(ctx context.Context, tx *sql.Tx, res *resourceapi.Resourc
 		}
 		after[f.Name] = v
 		for _, c := range writeColumns(f, v) {
-			sets = append(sets, c.name+" = "+q.Arg(s.value(c.value)))
+			sets = append(sets, c.name+" = "+q.Arg(c.value))
 		}
 	}
 	if err := s.checkRetain(ctx, tx, res, cur, after); err != nil {
 		return err
 	}
 	now := resourceapi.Timestamp(s.now())
-	sets = append(sets, "updated_at = "+q.Arg(s.dialect.Time(now)))
+	sets = append(sets, "updated_at = "+q.Arg(now))
 	q.WriteString("UPDATE " + res.Name + " SET " + join(sets) + " WHERE id = " + q.Arg(cur.ID()))
 	if _, err := tx.ExecContext(ctx, q.String(), q.args...); err != nil {
 		return s.writeError(res, err)
 	}
 	return nil
-}
-
-// value converts a record value to what the driver stores.
-func (s *Store) value(v any) any {
-	switch v := v.(type) {
-	case time.Time:
-		return s.dialect.Time(v)
-	case []string:
-		return encodeStrings(v)
-	}
-	return v
 }
 
 // writeError turns a unique violation into CodeConflict naming the field.

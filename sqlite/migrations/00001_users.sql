@@ -30,6 +30,36 @@ CREATE VIRTUAL TABLE users_fts USING fts5(
     name, email, content = 'users', content_rowid = 'id', tokenize = 'trigram'
 );
 
+-- Record counts per resource and soft-delete state, kept by triggers, so that
+-- the total of an unfiltered list is one row read instead of a scan.
+CREATE TABLE row_counts (
+    resource TEXT    NOT NULL,
+    deleted  INTEGER NOT NULL,
+    n        INTEGER NOT NULL,
+    PRIMARY KEY (resource, deleted)
+) STRICT, WITHOUT ROWID;
+
+-- +goose StatementBegin
+CREATE TRIGGER users_count_insert AFTER INSERT ON users BEGIN
+    INSERT INTO row_counts (resource, deleted, n) VALUES ('users', new.deleted, 1)
+        ON CONFLICT (resource, deleted) DO UPDATE SET n = n + 1;
+END;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE TRIGGER users_count_delete AFTER DELETE ON users BEGIN
+    UPDATE row_counts SET n = n - 1 WHERE resource = 'users' AND deleted = old.deleted;
+END;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE TRIGGER users_count_update AFTER UPDATE OF deleted ON users WHEN old.deleted <> new.deleted BEGIN
+    UPDATE row_counts SET n = n - 1 WHERE resource = 'users' AND deleted = old.deleted;
+    INSERT INTO row_counts (resource, deleted, n) VALUES ('users', new.deleted, 1)
+        ON CONFLICT (resource, deleted) DO UPDATE SET n = n + 1;
+END;
+-- +goose StatementEnd
+
 -- +goose StatementBegin
 CREATE TRIGGER users_fts_insert AFTER INSERT ON users BEGIN
     INSERT INTO users_fts (rowid, name, email) VALUES (new.id, new.name, new.email);
@@ -50,5 +80,6 @@ END;
 -- +goose StatementEnd
 
 -- +goose Down
+DROP TABLE row_counts;
 DROP TABLE users_fts;
 DROP TABLE users;

@@ -1,0 +1,160 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+
+	"github.com/resourceapi/resourceapi/sqlstore"
+)
+
+// maxStatements bounds each connection's statement cache. Statements are
+// built from declarations, so their number is bounded already (filters ×
+// sorts × search kinds); the bound only guards against a declaration that
+// multiplies them.
+const maxStatements = 1024
+
+// conn is one SQLite connection held for the process's lifetime, with the
+// statements it has prepared. The driver keeps no statement cache, and
+// preparing costs more than running a simple query, so each statement is
+// prepared once per connection. A conn serves one goroutine at a time.
+type conn struct {
+	c     *sql.Conn
+	stmts map[string]*sql.Stmt
+}
+
+var _ sqlstore.Querier = (*conn)(nil)
+
+func newConn(ctx context.Context, db *sql.DB) (*conn, error) {
+	c, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &conn{c: c, stmts: make(map[string]*sql.Stmt)}, nil
+}
+
+// stmt returns query prepared, or nil when the cache is full and query should
+// run unprepared.
+func (c *conn) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st := c.stmts[query]; st != nil {
+		return st, nil
+	}
+	if len(c.stmts) >= maxStatements {
+		return nil, nil
+	}
+	st, err := c.c.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	c.stmts[query] = st
+	return st, nil
+}
+
+func (c *conn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := c.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return c.c.ExecContext(ctx, query, args...)
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+func (c *conn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := c.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return c.c.QueryContext(ctx, query, args...)
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+func (c *conn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := c.stmt(ctx, query)
+	if err != nil || st == nil {
+		// database/sql builds Rows only itself: running the query unprepared
+		// reports the same error through the Row.
+		return c.c.QueryRowContext(ctx, query, args...)
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+// exec runs a statement that must succeed for the connection to stay usable.
+func (c *conn) exec(ctx context.Context, query string) error {
+	if _, err := c.ExecContext(ctx, query); err != nil {
+		return fmt.Errorf("%s: %w", query, err)
+	}
+	return nil
+}
+
+func (c *conn) close() error {
+	for _, st := range c.stmts {
+		st.Close()
+	}
+	return c.c.Close()
+}
+
+// readers is the pool of read connections, handed out one goroutine at a
+// time. It implements sqlstore.Reader.
+type readers struct {
+	idle chan *conn
+}
+
+func newReaders(ctx context.Context, db *sql.DB, n int) (*readers, error) {
+	r := &readers{idle: make(chan *conn, n)}
+	for range n {
+		c, err := newConn(ctx, db)
+		if err != nil {
+			r.close()
+			return nil, err
+		}
+		r.idle <- c
+	}
+	return r, nil
+}
+
+// Read implements sqlstore.Reader.
+func (r *readers) Read(ctx context.Context, snapshot bool, fn func(context.Context, sqlstore.Querier) error) (err error) {
+	var c *conn
+	select {
+	case c = <-r.idle:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { r.idle <- c }()
+	if !snapshot {
+		return fn(ctx, c)
+	}
+	// BEGIN and COMMIT run under a context that cannot be cancelled: a
+	// connection must never go back to the pool inside a transaction.
+	bg := context.WithoutCancel(ctx)
+	if err := c.exec(bg, "BEGIN"); err != nil {
+		return err
+	}
+	err = fn(ctx, c)
+	if endErr := c.exec(bg, "COMMIT"); endErr != nil {
+		if rbErr := c.exec(bg, "ROLLBACK"); rbErr != nil {
+			// The connection's state is unknown: better to lose it than to
+			// serve later reads from inside a stale transaction.
+			c.c.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		err = errors.Join(err, endErr)
+	}
+	return err
+}
+
+func (r *readers) close() {
+	for {
+		select {
+		case c := <-r.idle:
+			c.close()
+		default:
+			return
+		}
+	}
+}
