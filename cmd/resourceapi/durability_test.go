@@ -1,0 +1,162 @@
+package main_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/resourceapi/resourceapi/postgres/pgtest"
+)
+
+// buildBinary compiles the command once per test binary.
+var buildBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "resourceapi-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "resourceapi")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// process is a resourceapi server running as a child process.
+type process struct {
+	cmd    *exec.Cmd
+	URL    string
+	stderr *bytes.Buffer
+}
+
+var listening = regexp.MustCompile(`msg=listening addr=(\S+)`)
+
+// mustStart starts the binary with env added to a minimal environment and
+// waits until it listens.
+func mustStart(t *testing.T, env ...string) *process {
+	t.Helper()
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "RESOURCEAPI_ADDR=127.0.0.1:0",
+		"RESOURCEAPI_ACCESS_LOG=false", "RESOURCEAPI_ADMIN_PASSWORD=correct horse battery"}, env...)
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &process{cmd: cmd, stderr: new(bytes.Buffer)}
+	t.Cleanup(func() { p.kill() })
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			line := sc.Text()
+			p.stderr.WriteString(line + "\n")
+			if m := listening.FindStringSubmatch(line); m != nil {
+				addr <- m[1]
+			}
+		}
+		close(addr)
+	}()
+	select {
+	case a, ok := <-addr:
+		if !ok {
+			t.Fatalf("server exited before listening:\n%s", p.stderr)
+		}
+		p.URL = "http://" + a
+	case <-time.After(60 * time.Second):
+		t.Fatalf("server did not listen within a minute:\n%s", p.stderr)
+	}
+	return p
+}
+
+func (p *process) kill() {
+	if p.cmd.Process != nil && p.cmd.ProcessState == nil {
+		p.cmd.Process.Signal(syscall.SIGKILL)
+		p.cmd.Wait()
+	}
+}
+
+// TestDurability checks decisions §8: a write that got a 2xx survives the
+// process being killed with SIGKILL right after.
+func TestDurability(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	stores := map[string]func(t *testing.T) string{
+		"sqlite":   func(t *testing.T) string { return filepath.Join(t.TempDir(), "durable.db") },
+		"postgres": func(t *testing.T) string { return pgtest.NewDatabase(t) },
+	}
+	for name, database := range stores {
+		t.Run(name, func(t *testing.T) {
+			db := "RESOURCEAPI_DATABASE_URL=" + database(t)
+			srv := mustStart(t, db)
+
+			const writers, perWriter = 8, 40
+			var mu sync.Mutex
+			acked := map[int64]string{}
+			var wg sync.WaitGroup
+			for w := range writers {
+				wg.Go(func() {
+					for i := range perWriter {
+						email := fmt.Sprintf("durable-%d-%d@example.com", w, i)
+						body := fmt.Sprintf(`{"name":"Durable %d %d","email":%q}`, w, i, email)
+						resp, err := http.Post(srv.URL+"/api/users", "application/json", strings.NewReader(body))
+						if err != nil {
+							t.Errorf("POST: %v", err)
+							return
+						}
+						var u struct{ ID int64 }
+						err = json.NewDecoder(resp.Body).Decode(&u)
+						resp.Body.Close()
+						if resp.StatusCode != http.StatusCreated || err != nil {
+							t.Errorf("POST status = %d (%v), want 201", resp.StatusCode, err)
+							return
+						}
+						mu.Lock()
+						acked[u.ID] = email
+						mu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			srv.kill() // SIGKILL: no shutdown, no checkpoint, no flush
+			if t.Failed() {
+				t.FailNow()
+			}
+
+			srv = mustStart(t, db)
+			for id, email := range acked {
+				resp, err := http.Get(fmt.Sprintf("%s/api/users/%d", srv.URL, id))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var u struct{ Email string }
+				err = json.NewDecoder(resp.Body).Decode(&u)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK || err != nil || u.Email != email {
+					t.Errorf("after SIGKILL, user %d: status %d, email %q, want 200 and %q", id, resp.StatusCode, u.Email, email)
+				}
+			}
+			if got, want := len(acked), writers*perWriter; got != want {
+				t.Errorf("acknowledged %d creates, want %d", got, want)
+			}
+		})
+	}
+}

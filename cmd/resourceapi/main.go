@@ -1,0 +1,74 @@
+// Command resourceapi serves the users-and-posts API over REST (and, in later
+// releases, GraphQL and OAuth) on one listener, on an embedded SQLite file by
+// default or on PostgreSQL.
+//
+// Usage:
+//
+//	resourceapi [serve]   run the server (the default)
+//	resourceapi migrate   bring the database schema up to date and exit
+//
+// Configuration comes from RESOURCEAPI_* environment variables: see config.go
+// and the README.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "resourceapi:", err)
+		var usage usageError
+		if errors.As(err, &usage) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// usageError is a mistake in the command line.
+type usageError string
+
+func (e usageError) Error() string { return string(e) }
+
+// run is the whole program, with its environment passed in so tests can run
+// it in-process.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	cmd := "serve"
+	if len(args) > 0 {
+		cmd, args = args[0], args[1:]
+	}
+	if len(args) > 0 {
+		return usageError(fmt.Sprintf("%s takes no arguments; configuration comes from RESOURCEAPI_* variables", cmd))
+	}
+	switch cmd {
+	case "serve":
+		return serve(ctx, cfg, stderr)
+	case "migrate":
+		return migrate(ctx, cfg, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	return usageError(fmt.Sprintf("unknown command %q\n%s", cmd, usage))
+}
+
+const usage = `usage: resourceapi [serve | migrate | help]
+
+  serve     run the server (default)
+  migrate   bring the database schema up to date and exit
+
+Configuration is read from RESOURCEAPI_* environment variables (see README).
+`

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func env(kv map[string]string) func(string) string {
+	return func(k string) string { return kv[k] }
+}
+
+// syncBuffer is a bytes.Buffer safe for the server goroutine to write while
+// the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestConfigErrors(t *testing.T) {
+	for name, kv := range map[string]map[string]string{
+		"sync":     {"RESOURCEAPI_SQLITE_SYNC": "sometimes"},
+		"level":    {"RESOURCEAPI_LOG_LEVEL": "loud"},
+		"format":   {"RESOURCEAPI_LOG_FORMAT": "xml"},
+		"access":   {"RESOURCEAPI_ACCESS_LOG": "perhaps"},
+		"shutdown": {"RESOURCEAPI_SHUTDOWN_TIMEOUT": "-1s"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := loadConfig(env(kv)); err == nil {
+				t.Fatalf("loadConfig(%v) = nil error, want one", kv)
+			}
+		})
+	}
+}
+
+func TestSQLitePath(t *testing.T) {
+	for in, want := range map[string]string{
+		"./data/x.db":        "./data/x.db",
+		"sqlite:///tmp/x.db": "/tmp/x.db",
+		"sqlite:rel.db":      "rel.db",
+		"file:/tmp/y.db":     "/tmp/y.db",
+	} {
+		if got := (config{DatabaseURL: in}).sqlitePath(); got != want {
+			t.Errorf("sqlitePath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestUnknownCommand(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"frobnicate"}, env(nil), nil, &out, &errOut)
+	if _, ok := err.(usageError); !ok {
+		t.Fatalf("run(frobnicate) = %v, want a usage error", err)
+	}
+}
+
+func TestMigrate(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "m.db")
+	var out, errOut bytes.Buffer
+	kv := map[string]string{"RESOURCEAPI_DATABASE_URL": db}
+	for range 2 { // migrating twice is a no-op, not an error
+		if err := run(context.Background(), []string{"migrate"}, env(kv), nil, &out, &errOut); err != nil {
+			t.Fatalf("migrate: %v\n%s", err, errOut.String())
+		}
+	}
+}
+
+// TestServeBootstrapAndShutdown starts the server in-process twice on one
+// database: the first start creates the admin and prints its generated
+// password, the second does neither; each stops cleanly when its context ends.
+func TestServeBootstrapAndShutdown(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "s.db")
+	kv := map[string]string{"RESOURCEAPI_DATABASE_URL": db, "RESOURCEAPI_ADDR": "127.0.0.1:0"}
+	start := func() string {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		var errOut syncBuffer
+		done := make(chan error, 1)
+		go func() { done <- run(ctx, nil, env(kv), nil, &bytes.Buffer{}, &errOut) }()
+		for !strings.Contains(errOut.String(), "msg=listening") {
+			select {
+			case err := <-done:
+				cancel()
+				t.Fatalf("serve returned %v before listening:\n%s", err, errOut.String())
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("serve after shutdown = %v, want nil\n%s", err, errOut.String())
+		}
+		return errOut.String()
+	}
+	first := start()
+	if !strings.Contains(first, "password: ") || !strings.Contains(first, "admin@localhost") {
+		t.Fatalf("first start did not print the admin's password:\n%s", first)
+	}
+	if second := start(); strings.Contains(second, "password") {
+		t.Fatalf("second start printed a password again:\n%s", second)
+	}
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	nethttp "net/http"
+	"time"
+
+	"github.com/resourceapi/resourceapi"
+	"github.com/resourceapi/resourceapi/argon2id"
+	"github.com/resourceapi/resourceapi/http"
+	"github.com/resourceapi/resourceapi/postgres"
+	"github.com/resourceapi/resourceapi/sqlite"
+)
+
+// store is a resourceapi.Store that holds connections to release.
+type store interface {
+	resourceapi.Store
+	Close() error
+}
+
+func newLogger(cfg config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// openStore opens and migrates the configured database.
+func openStore(ctx context.Context, cfg config) (store, error) {
+	if cfg.postgres() {
+		return postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{})
+	}
+	sync := sqlite.SyncFull
+	if cfg.SQLiteSync == "normal" {
+		sync = sqlite.SyncNormal
+	}
+	return sqlite.Open(ctx, cfg.sqlitePath(), sqlite.Options{Sync: sync})
+}
+
+func migrate(ctx context.Context, cfg config, stderr io.Writer) error {
+	log := newLogger(cfg, stderr)
+	var err error
+	if cfg.postgres() {
+		err = postgres.Migrate(ctx, cfg.DatabaseURL)
+	} else {
+		err = sqlite.Migrate(ctx, cfg.sqlitePath())
+	}
+	if err != nil {
+		return err
+	}
+	log.Info("database schema is up to date", "database", cfg.describeDatabase())
+	return nil
+}
+
+func serve(ctx context.Context, cfg config, stderr io.Writer) error {
+	log := newLogger(cfg, stderr)
+	db, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := db.Close(); err != nil {
+			log.Error("close database", "err", err)
+		}
+	}()
+	hasher := argon2id.New()
+	if err := bootstrapAdmin(ctx, cfg, db, hasher, stderr); err != nil {
+		return err
+	}
+
+	api := http.NewServer(http.Config{
+		Store:       db,
+		Hasher:      hasher,
+		Logger:      log,
+		Vendor:      cfg.Vendor,
+		CORSOrigins: cfg.CORSOrigins,
+		AccessLog:   cfg.AccessLog,
+	})
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	// Long-lived requests (subscriptions) watch baseCtx: it ends after the
+	// graceful shutdown has let ordinary requests finish.
+	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelBase()
+	srv := &nethttp.Server{
+		Handler:           api.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "database", cfg.describeDatabase())
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	err = srv.Shutdown(shutdownCtx)
+	cancelBase()
+	if err != nil {
+		srv.Close()
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-served; !errors.Is(err, nethttp.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// describeDatabase names the database for logs without its credentials.
+func (c config) describeDatabase() string {
+	if c.postgres() {
+		return "postgres"
+	}
+	return "sqlite:" + c.sqlitePath()
+}
