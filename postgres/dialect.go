@@ -79,3 +79,7 @@ func (dialect) InsertedID(ctx context.Context, tx sqlstore.Execer, res *resource
 		FROM pg_get_serial_sequence($2, 'id') AS s`, id, res.Name)
 	return err
 }
+
+// ForUpdate locks the record a write reads, so that concurrent conditional
+// writes to it (If-Match) run one after the other and only one can win.
+func (dialect) ForUpdate() string { return " FOR UPDATE" }

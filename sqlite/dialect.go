@@ -116,3 +116,6 @@ func (dialect) Count(q *sqlstore.Query, res *resourceapi.Resource, lq resourceap
 	}
 	return sql
 }
+
+// ForUpdate is empty: the single writer serialises all writes.
+func (dialect) ForUpdate() string { return "" }

@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/resourceapi/resourceapi"
@@ -23,6 +24,10 @@ type Dialect interface {
 	// declaration, never from a request), because SQLite re-plans a statement
 	// on every run when a bound value decides between indexes.
 	Bool(b bool) string
+	// ForUpdate is the clause that locks the rows a SELECT reads until the
+	// transaction ends ("" where writes are serialised anyway), so that a
+	// write's precondition and its change see the same record.
+	ForUpdate() string
 	// Value converts a bound value to what the driver stores: timestamps and
 	// booleans differ between databases. Lists are JSON text before this.
 	Value(v any) any
@@ -94,14 +99,19 @@ func (db DB) Read(ctx context.Context, snapshot bool, fn func(ctx context.Contex
 	return tx.Commit()
 }
 
-// Write implements Writer.
+// Write implements Writer. The caller's context can end the write up to the
+// commit, but not the commit itself: a commit cancelled in flight may or may
+// not have happened, and the caller must always know which.
 func (db DB) Write(ctx context.Context, fn func(ctx context.Context, q Querier) error) error {
-	tx, err := db.BeginTx(ctx, nil)
+	tx, err := db.BeginTx(context.WithoutCancel(ctx), nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
 	if err := fn(ctx, tx); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -202,8 +212,18 @@ func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource,
 	}
 	// The sort field comes from the declaration (ParseListQuery checked it),
 	// never from the request's text.
-	sortCol := column(res.Field(lq.Sort))
+	sortField := res.Field(lq.Sort)
+	sortCol := column(sortField)
 	q.WriteString(" ORDER BY " + sortCol + dir)
+	if sortField.Nullable {
+		// null sorts as the smallest value on every database (PostgreSQL's
+		// default is the opposite; its indexes are declared to match).
+		if lq.Desc {
+			q.WriteString(" NULLS LAST")
+		} else {
+			q.WriteString(" NULLS FIRST")
+		}
+	}
 	if sortCol != "id" {
 		q.WriteString(", id" + dir)
 	}
@@ -233,7 +253,7 @@ func (s *Store) Get(ctx context.Context, res *resourceapi.Resource, id int64) (r
 	}
 	err := s.reader.Read(ctx, false, func(ctx context.Context, q Querier) error {
 		var err error
-		rec, err = s.get(ctx, q, res, id)
+		rec, err = s.get(ctx, q, res, id, "")
 		return err
 	})
 	if err != nil {
@@ -246,10 +266,11 @@ func (s *Store) Get(ctx context.Context, res *resourceapi.Resource, id int64) (r
 	return rec, nil
 }
 
-// get returns the record, or nil when it does not exist.
-func (s *Store) get(ctx context.Context, db Querier, res *resourceapi.Resource, id int64) (resourceapi.Record, error) {
+// get returns the record, or nil when it does not exist. suffix ends the
+// query (a locking clause).
+func (s *Store) get(ctx context.Context, db Querier, res *resourceapi.Resource, id int64, suffix string) (resourceapi.Record, error) {
 	cols := readColumns(res)
-	row := db.QueryRowContext(ctx, "SELECT "+cols.list+" FROM "+res.Name+" WHERE id = "+s.dialect.Placeholder(1), id)
+	row := db.QueryRowContext(ctx, "SELECT "+cols.list+" FROM "+res.Name+" WHERE id = "+s.dialect.Placeholder(1)+suffix, id)
 	rec, err := cols.scan(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -261,11 +282,8 @@ func (s *Store) get(ctx context.Context, db Querier, res *resourceapi.Resource, 
 func (s *Store) Create(ctx context.Context, res *resourceapi.Resource, rec resourceapi.Record) (resourceapi.Record, error) {
 	var out resourceapi.Record
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
-		id, err := s.insert(ctx, tx, res, 0, rec)
-		if err != nil {
-			return err
-		}
-		out, err = s.get(ctx, tx, res, id)
+		var err error
+		out, err = s.insert(ctx, tx, res, 0, rec)
 		return err
 	})
 	if err != nil {
@@ -279,30 +297,21 @@ func (s *Store) Replace(ctx context.Context, res *resourceapi.Resource, id int64
 	var out resourceapi.Record
 	var created bool
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
-		created = false
-		cur, err := s.current(ctx, tx, res, id, rec)
+		cur, err := s.current(ctx, tx, res, id, rec, cond)
 		if err != nil {
 			return err
 		}
-		if cond != nil {
-			if err := cond(cur); err != nil {
-				return err
-			}
+		created = cur == nil
+		if created {
+			out, err = s.insert(ctx, tx, res, id, rec)
+		} else {
+			out, err = s.update(ctx, tx, res, cur, rec)
 		}
-		if cur == nil {
-			created = true
-			if _, err := s.insert(ctx, tx, res, id, rec); err != nil {
-				return err
-			}
-		} else if err := s.update(ctx, tx, res, cur, rec); err != nil {
-			return err
-		}
-		out, err = s.get(ctx, tx, res, id)
 		return err
 	})
 	s.cache.invalidate(res, id)
 	if err != nil {
-		return nil, false, fmt.Errorf("replace %s %d: %w", res.Singular, id, err)
+		return nil, false, wrap(err, "replace %s %d", res.Singular, id)
 	}
 	return out, created, nil
 }
@@ -311,27 +320,19 @@ func (s *Store) Replace(ctx context.Context, res *resourceapi.Resource, id int64
 func (s *Store) Update(ctx context.Context, res *resourceapi.Resource, id int64, patch resourceapi.Record, cond resourceapi.Condition) (resourceapi.Record, error) {
 	var out resourceapi.Record
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
-		cur, err := s.current(ctx, tx, res, id, patch)
+		cur, err := s.current(ctx, tx, res, id, patch, cond)
 		if err != nil {
 			return err
-		}
-		if cond != nil {
-			if err := cond(cur); err != nil {
-				return err
-			}
 		}
 		if cur == nil {
 			return notFound(res)
 		}
-		if err := s.update(ctx, tx, res, cur, patch); err != nil {
-			return err
-		}
-		out, err = s.get(ctx, tx, res, id)
+		out, err = s.update(ctx, tx, res, cur, patch)
 		return err
 	})
 	s.cache.invalidate(res, id)
 	if err != nil {
-		return nil, fmt.Errorf("update %s %d: %w", res.Singular, id, err)
+		return nil, wrap(err, "update %s %d", res.Singular, id)
 	}
 	return out, nil
 }
@@ -339,14 +340,9 @@ func (s *Store) Update(ctx context.Context, res *resourceapi.Resource, id int64,
 // Delete implements resourceapi.Store.
 func (s *Store) Delete(ctx context.Context, res *resourceapi.Resource, id int64, cond resourceapi.Condition) error {
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
-		cur, err := s.current(ctx, tx, res, id, nil)
+		cur, err := s.current(ctx, tx, res, id, nil, cond)
 		if err != nil {
 			return err
-		}
-		if cond != nil {
-			if err := cond(cur); err != nil {
-				return err
-			}
 		}
 		if cur == nil {
 			return notFound(res)
@@ -359,21 +355,31 @@ func (s *Store) Delete(ctx context.Context, res *resourceapi.Resource, id int64,
 	})
 	s.cache.invalidate(res, id)
 	if err != nil {
-		return fmt.Errorf("delete %s %d: %w", res.Singular, id, err)
+		return wrap(err, "delete %s %d", res.Singular, id)
 	}
 	return nil
 }
 
-// current reads the record a write is about to change, taking the Retain lock
-// first when the write could break the invariant, so that the check that
-// follows sees every committed change.
-func (s *Store) current(ctx context.Context, tx Querier, res *resourceapi.Resource, id int64, change resourceapi.Record) (resourceapi.Record, error) {
+// current reads, and locks where the database needs it, the record a write
+// is about to change (nil when absent), and checks cond against it. When the
+// write could break the Retain invariant it takes the Retain lock first, so
+// that the check that follows sees every committed change.
+func (s *Store) current(ctx context.Context, tx Querier, res *resourceapi.Resource, id int64, change resourceapi.Record, cond resourceapi.Condition) (resourceapi.Record, error) {
 	if res.Retain != nil && touchesRetain(res, change) {
 		if err := s.dialect.LockRetain(ctx, tx, res); err != nil {
 			return nil, fmt.Errorf("lock: %w", err)
 		}
 	}
-	return s.get(ctx, tx, res, id)
+	cur, err := s.get(ctx, tx, res, id, s.dialect.ForUpdate())
+	if err != nil {
+		return nil, err
+	}
+	if cond != nil {
+		if err := cond(cur); err != nil {
+			return nil, conditionError{err}
+		}
+	}
+	return cur, nil
 }
 
 // touchesRetain reports whether a write of change (nil for a delete) can
@@ -410,15 +416,14 @@ func (s *Store) checkRetain(ctx context.Context, tx Querier, res *resourceapi.Re
 }
 
 // insert adds rec with the given id (0: the next from the sequence), taking
-// declared defaults for absent fields, and returns the id.
-func (s *Store) insert(ctx context.Context, tx Querier, res *resourceapi.Resource, id int64, rec resourceapi.Record) (int64, error) {
+// declared defaults for absent fields, and returns the stored record.
+func (s *Store) insert(ctx context.Context, tx Querier, res *resourceapi.Resource, id int64, rec resourceapi.Record) (resourceapi.Record, error) {
 	now := resourceapi.Timestamp(s.now())
 	q := s.newQuery()
 	var cols, vals []string
 	if id != 0 {
 		cols, vals = append(cols, "id"), append(vals, q.Arg(id))
 	}
-	full := make(resourceapi.Record, len(res.Fields))
 	for i := range res.Fields {
 		f := &res.Fields[i]
 		if f.ReadOnly {
@@ -428,32 +433,30 @@ func (s *Store) insert(ctx context.Context, tx Querier, res *resourceapi.Resourc
 		if !ok {
 			v = f.DefaultValue()
 		}
-		full[f.Name] = v
 		for _, c := range writeColumns(f, v) {
 			cols, vals = append(cols, c.name), append(vals, q.Arg(c.value))
 		}
 	}
 	cols = append(cols, "created_at", "updated_at")
 	vals = append(vals, q.Arg(now), q.Arg(now))
-	q.WriteString("INSERT INTO " + res.Name + " (" + join(cols) + ") VALUES (" + join(vals) + ") RETURNING id")
-	var newID int64
-	if err := tx.QueryRowContext(ctx, q.String(), q.args...).Scan(&newID); err != nil {
-		return 0, s.writeError(res, err)
+	read := readColumns(res)
+	q.WriteString("INSERT INTO " + res.Name + " (" + join(cols) + ") VALUES (" + join(vals) + ") RETURNING " + read.list)
+	out, err := read.scan(tx.QueryRowContext(ctx, q.String(), q.args...))
+	if err != nil {
+		return nil, s.writeError(res, err)
 	}
 	if id != 0 {
 		if err := s.dialect.InsertedID(ctx, tx, res, id); err != nil {
-			return 0, fmt.Errorf("sequence: %w", err)
+			return nil, fmt.Errorf("sequence: %w", err)
 		}
 	}
-	return newID, nil
+	return out, nil
 }
 
-// update writes the fields present in change over cur.
-func (s *Store) update(ctx context.Context, tx Querier, res *resourceapi.Resource, cur, change resourceapi.Record) error {
-	after := make(resourceapi.Record, len(cur))
-	for k, v := range cur {
-		after[k] = v
-	}
+// update writes the fields present in change over cur and returns the stored
+// record.
+func (s *Store) update(ctx context.Context, tx Querier, res *resourceapi.Resource, cur, change resourceapi.Record) (resourceapi.Record, error) {
+	after := maps.Clone(cur)
 	q := s.newQuery()
 	var sets []string
 	for i := range res.Fields {
@@ -468,15 +471,16 @@ func (s *Store) update(ctx context.Context, tx Querier, res *resourceapi.Resourc
 		}
 	}
 	if err := s.checkRetain(ctx, tx, res, cur, after); err != nil {
-		return err
+		return nil, err
 	}
-	now := resourceapi.Timestamp(s.now())
-	sets = append(sets, "updated_at = "+q.Arg(now))
-	q.WriteString("UPDATE " + res.Name + " SET " + join(sets) + " WHERE id = " + q.Arg(cur.ID()))
-	if _, err := tx.ExecContext(ctx, q.String(), q.args...); err != nil {
-		return s.writeError(res, err)
+	sets = append(sets, "updated_at = "+q.Arg(resourceapi.Timestamp(s.now())))
+	read := readColumns(res)
+	q.WriteString("UPDATE " + res.Name + " SET " + join(sets) + " WHERE id = " + q.Arg(cur.ID()) + " RETURNING " + read.list)
+	out, err := read.scan(tx.QueryRowContext(ctx, q.String(), q.args...))
+	if err != nil {
+		return nil, s.writeError(res, err)
 	}
-	return nil
+	return out, nil
 }
 
 // writeError turns a unique violation into CodeConflict naming the field.
@@ -498,6 +502,22 @@ func (s *Store) writeError(res *resourceapi.Resource, err error) error {
 		return resourceapi.Errorf(resourceapi.CodeConflict, "A %s with this id already exists", res.Singular)
 	}
 	return resourceapi.Errorf(resourceapi.CodeConflict, "The %s conflicts with an existing one", res.Singular)
+}
+
+// conditionError carries a Condition's error out of a write transaction, to
+// be returned to the caller exactly as the Condition returned it.
+type conditionError struct{ err error }
+
+func (e conditionError) Error() string { return e.err.Error() }
+
+// wrap adds context to a write's error, except to a Condition's, which the
+// Store contract returns unchanged.
+func wrap(err error, format string, args ...any) error {
+	var cond conditionError
+	if errors.As(err, &cond) {
+		return cond.err
+	}
+	return fmt.Errorf(format+": %w", append(args, err)...)
 }
 
 func notFound(res *resourceapi.Resource) error {

@@ -18,11 +18,12 @@ CREATE TABLE users (
 );
 
 -- Lists filter on deleted first (status=active is the default), then sort by
--- one field with id breaking ties.
+-- one field with id breaking ties. Null sorts as the smallest value (as on
+-- SQLite), so nullable columns are indexed NULLS FIRST.
 CREATE INDEX users_deleted_id         ON users (deleted, id);
 CREATE INDEX users_deleted_name       ON users (deleted, name, id);
 CREATE INDEX users_deleted_email      ON users (deleted, email, id);
-CREATE INDEX users_deleted_age        ON users (deleted, age, id);
+CREATE INDEX users_deleted_age        ON users (deleted, age NULLS FIRST, id);
 CREATE INDEX users_deleted_created_at ON users (deleted, created_at, id);
 CREATE INDEX users_deleted_updated_at ON users (deleted, updated_at, id);
 -- q (ILIKE '%...%' on name or email) and role (roles @> '["admin"]').
