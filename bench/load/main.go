@@ -1,0 +1,433 @@
+// Command load drives a running resourceapi server over HTTP and reports
+// throughput and latency per scenario, so that the project can measure itself
+// with nothing but its own Go code.
+//
+// It is a closed-loop generator: each of -c workers holds one keep-alive
+// connection and sends its next request when the previous answer has been
+// read. Under overload that hides queueing delay ("coordinated omission"), so
+// treat its latencies as service times at the throughput shown, and use a
+// constant-rate tool (vegeta) to measure latency at a fixed offered load.
+//
+//	load -url http://127.0.0.1:8080 -c 64 -d 10s -seed 10000 -scenario get,list,search,create
+//
+// Seeded users are named "User 00042" with email "user00042@example.com"
+// (five digits, wider past 99999), so the search scenario's q=user0004
+// matches the ten users user00040 to user00049 by email. Users made by the
+// create scenario are "Load <worker>-<n>" with email
+// load-<run>-<worker>-<n>@example.com, which no search substring matches.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "load:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+type config struct {
+	base      string // URL without a trailing slash
+	conns     int
+	duration  time.Duration
+	timeout   time.Duration
+	scenarios []string
+	seed      int
+	users     int
+	header    http.Header
+	host      string
+	json      bool
+	gzip      bool
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	rawURL := fs.String("url", "http://127.0.0.1:8080", "base `URL` of the server")
+	fs.IntVar(&c.conns, "c", 64, "concurrent workers, each with its own keep-alive connection")
+	fs.DurationVar(&c.duration, "d", 10*time.Second, "how long to run each scenario")
+	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "limit on one request; a request that exceeds it counts as an error")
+	scenarios := fs.String("scenario", "get", "comma-separated `list` of scenarios: "+strings.Join(scenarioNames(), ", "))
+	fs.IntVar(&c.seed, "seed", 0, "create `N` users first, unless the server already has at least N; 0 seeds nothing")
+	fs.IntVar(&c.users, "users", 0, "how many users the scenarios draw ids and pages from (`N`); default the -seed value, or 10000")
+	c.header = make(http.Header)
+	fs.Func("header", "add header `K:V` to every request (repeatable), for example X-API-Key:secret", func(s string) error {
+		k, v, ok := strings.Cut(s, ":")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if !ok || k == "" {
+			return errors.New("want K:V")
+		}
+		if strings.EqualFold(k, "Host") {
+			c.host = v // net/http takes the Host header from Request.Host only.
+		} else {
+			c.header.Add(k, v)
+		}
+		return nil
+	})
+	fs.BoolVar(&c.json, "json", false, "print one JSON object per scenario instead of a text line")
+	fs.BoolVar(&c.gzip, "gzip", false, "send Accept-Encoding: gzip and decompress, as browsers do; off by default like wrk, so both measure the same work")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	u, err := url.Parse(*rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return c, fmt.Errorf("-url %q: want http://host:port", *rawURL)
+	}
+	c.base = strings.TrimSuffix(u.String(), "/")
+	if c.conns < 1 || c.duration <= 0 || c.timeout <= 0 || c.seed < 0 || c.users < 0 {
+		return c, errors.New("-c, -d and -timeout must be positive, -seed and -users not negative")
+	}
+	for name := range strings.SplitSeq(*scenarios, ",") {
+		if _, ok := scenarioByName[name]; !ok {
+			return c, fmt.Errorf("unknown scenario %q: want one of %s", name, strings.Join(scenarioNames(), ", "))
+		}
+		c.scenarios = append(c.scenarios, name)
+	}
+	if c.users == 0 {
+		c.users = c.seed
+	}
+	if c.users == 0 {
+		c.users = 10000
+	}
+	return c, nil
+}
+
+// request is what a scenario asks a worker to send.
+type request struct {
+	method, path string
+	body         []byte
+}
+
+// scenario returns the next request of worker w, whose n-th request this is.
+type scenario func(c *config, run string, w, n int) request
+
+// scenarioByName lists the scenarios that -scenario accepts.
+var scenarioByName = map[string]scenario{
+	// One user by a random id. Ids start at 1 (the first admin) and the seeded
+	// users follow, so all of 1..users exist on a freshly seeded server.
+	"get": func(c *config, _ string, _, _ int) request {
+		return request{method: "GET", path: "/api/users/" + strconv.Itoa(1+rand.IntN(c.users))}
+	},
+	// A random page of 20 in id order: offset paging cost grows with the page.
+	"list": func(c *config, _ string, _, _ int) request {
+		pages := max(1, c.users/20)
+		return request{method: "GET", path: "/api/users?page=" + strconv.Itoa(1+rand.IntN(pages)) + "&limit=20"}
+	},
+	// A substring search that matches about ten users, sorted by a non-id
+	// field: the store cannot answer it from the primary key.
+	"search": func(c *config, _ string, _, _ int) request {
+		q := seedEmail(1 + rand.IntN(c.users))
+		q = q[:strings.IndexByte(q, '@')-1] // user00042 -> user0004
+		return request{method: "GET", path: "/api/users?q=" + url.QueryEscape(q) + "&sort=name&order=desc"}
+	},
+	// A new user with an email no run has used: every request is one write
+	// transaction with a uniqueness check.
+	"create": func(_ *config, run string, w, n int) request {
+		id := strconv.Itoa(w) + "-" + strconv.Itoa(n)
+		return request{method: "POST", path: "/api/users", body: userJSON("Load "+id, "load-"+run+"-"+id+"@example.com", 30)}
+	},
+}
+
+func scenarioNames() []string {
+	names := make([]string, 0, len(scenarioByName))
+	for name := range scenarioByName {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func seedName(i int) string  { return fmt.Sprintf("User %05d", i) }
+func seedEmail(i int) string { return fmt.Sprintf("user%05d@example.com", i) }
+
+func userJSON(name, email string, age int) []byte {
+	b, _ := json.Marshal(map[string]any{"name": name, "email": email, "age": age})
+	return b
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	client := newClient(&c)
+	defer client.CloseIdleConnections()
+	if c.seed > 0 {
+		if err := seed(ctx, &c, client, stderr); err != nil {
+			return err
+		}
+	}
+	// Distinguishes this run's created users from an earlier run's.
+	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
+	for _, name := range c.scenarios {
+		res := load(ctx, &c, client, name, runID)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err := report(stdout, &c, res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newClient returns a client whose pool holds exactly one connection per
+// worker, so that the server sees -c keep-alive connections and no worker
+// waits for, or opens, another.
+func newClient(c *config) *http.Client {
+	return &http.Client{
+		Timeout: c.timeout,
+		Transport: &http.Transport{
+			Proxy:               nil, // loopback; never through $HTTP_PROXY
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:        c.conns,
+			MaxIdleConnsPerHost: c.conns,
+			MaxConnsPerHost:     c.conns,
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  !c.gzip,
+		},
+		// A redirect would be a second request the figures do not show.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// do sends one request and reads the whole body, which the transport needs
+// before it can reuse the connection.
+func do(ctx context.Context, c *config, client *http.Client, r request) (status int, err error) {
+	var body io.Reader
+	if r.body != nil {
+		body = bytes.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, c.base+r.path, body)
+	if err != nil {
+		return 0, err
+	}
+	for k, v := range c.header {
+		req.Header[k] = v
+	}
+	req.Host = c.host
+	if r.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return resp.StatusCode, err
+	}
+	return resp.StatusCode, nil
+}
+
+// seed creates users 1..c.seed unless the server already has as many. An
+// existing email (409) counts as created, so an interrupted seed can be
+// resumed.
+func seed(ctx context.Context, c *config, client *http.Client, stderr io.Writer) error {
+	total, err := countUsers(ctx, c, client)
+	if err != nil {
+		return err
+	}
+	if total >= c.seed {
+		fmt.Fprintf(stderr, "seed: server has %d users, not seeding\n", total)
+		return nil
+	}
+	start := time.Now()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range c.conns {
+		wg.Go(func() {
+			for i := range next {
+				r := request{method: "POST", path: "/api/users", body: userJSON(seedName(i), seedEmail(i), 18+i%70)}
+				status, err := do(ctx, c, client, r)
+				if err == nil && status != http.StatusCreated && status != http.StatusConflict {
+					err = fmt.Errorf("status %d", status)
+				}
+				if err != nil {
+					cancel(fmt.Errorf("seed: create %s: %w", seedEmail(i), err))
+					return
+				}
+			}
+		})
+	}
+feed:
+	for i := 1; i <= c.seed; i++ {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	fmt.Fprintf(stderr, "seed: created %d users in %.1fs (%.0f/s)\n", c.seed, elapsed.Seconds(), float64(c.seed)/elapsed.Seconds())
+	return nil
+}
+
+// countUsers returns pagination.total of the user list, which is also the
+// check that the URL and credentials work before any load is sent.
+func countUsers(ctx context.Context, c *config, client *http.Client) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", c.base+"/api/users?limit=1", nil)
+	if err != nil {
+		return 0, err
+	}
+	for k, v := range c.header {
+		req.Header[k] = v
+	}
+	req.Host = c.host
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("count users: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return 0, fmt.Errorf("count users: GET /api/users?limit=1: %s: %s", resp.Status, bytes.TrimSpace(body))
+	}
+	var page struct {
+		Pagination struct {
+			Total *int `json:"total"`
+		} `json:"pagination"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil || page.Pagination.Total == nil {
+		return 0, fmt.Errorf("count users: no pagination.total in the response (%v)", err)
+	}
+	return *page.Pagination.Total, nil
+}
+
+// result is what one scenario measured. Latencies cover every request that
+// got a response, whatever its status; requests that got none (refused,
+// reset, timed out) count only as errors.
+type result struct {
+	Scenario    string           `json:"scenario"`
+	Connections int              `json:"connections"`
+	Seconds     float64          `json:"seconds"`
+	Requests    uint64           `json:"requests"`
+	RPS         float64          `json:"rps"`
+	MeanMS      float64          `json:"mean_ms"`
+	P50MS       float64          `json:"p50_ms"`
+	P90MS       float64          `json:"p90_ms"`
+	P99MS       float64          `json:"p99_ms"`
+	MaxMS       float64          `json:"max_ms"`
+	Errors      uint64           `json:"errors"`
+	ErrorsBy    map[string]int64 `json:"errors_by,omitempty"` // by status, or "transport"
+}
+
+// worker is one closed loop. Each keeps its own histogram and counts so that
+// recording takes no lock; they are merged at the end.
+type worker struct {
+	hist     histogram
+	requests uint64
+	errors   map[string]int64
+}
+
+// load runs scenario name with c.conns workers for c.duration.
+func load(ctx context.Context, c *config, client *http.Client, name, runID string) result {
+	next := scenarioByName[name]
+	workers := make([]*worker, c.conns)
+	start := time.Now()
+	deadline := start.Add(c.duration)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wk := &worker{errors: make(map[string]int64)}
+		workers[w] = wk
+		wg.Go(func() {
+			// A request under way at the deadline is allowed to finish (within
+			// -timeout) rather than cancelled, so the end of a run does not
+			// manufacture errors; elapsed time includes it.
+			for n := 0; ctx.Err() == nil && time.Now().Before(deadline); n++ {
+				r := next(c, runID, w, n)
+				t0 := time.Now()
+				status, err := do(ctx, c, client, r)
+				d := time.Since(t0)
+				if ctx.Err() != nil {
+					return // interrupted: the request says nothing about the server
+				}
+				wk.requests++
+				switch {
+				case err != nil && status == 0:
+					wk.errors["transport"]++
+					continue
+				case err != nil:
+					wk.errors["transport"]++
+				case status < 200 || status > 299:
+					wk.errors[strconv.Itoa(status)]++
+				}
+				wk.hist.record(d)
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+
+	var h histogram
+	res := result{Scenario: name, Connections: c.conns, Seconds: elapsed.Seconds(), ErrorsBy: make(map[string]int64)}
+	for _, wk := range workers {
+		h.merge(&wk.hist)
+		res.Requests += wk.requests
+		for k, n := range wk.errors {
+			res.ErrorsBy[k] += n
+			res.Errors += uint64(n)
+		}
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	res.RPS = float64(res.Requests) / elapsed.Seconds()
+	res.MeanMS, res.MaxMS = ms(h.mean()), ms(h.max)
+	res.P50MS, res.P90MS, res.P99MS = ms(h.quantile(0.50)), ms(h.quantile(0.90)), ms(h.quantile(0.99))
+	if len(res.ErrorsBy) == 0 {
+		res.ErrorsBy = nil
+	}
+	return res
+}
+
+func report(w io.Writer, c *config, res result) error {
+	if c.json {
+		return json.NewEncoder(w).Encode(res)
+	}
+	line := fmt.Sprintf("%-7s c=%d requests=%d rps=%.1f p50=%.3fms p90=%.3fms p99=%.3fms max=%.3fms errors=%d",
+		res.Scenario, res.Connections, res.Requests, res.RPS, res.P50MS, res.P90MS, res.P99MS, res.MaxMS, res.Errors)
+	if len(res.ErrorsBy) > 0 {
+		kinds := make([]string, 0, len(res.ErrorsBy))
+		for k, n := range res.ErrorsBy {
+			kinds = append(kinds, k+"="+strconv.FormatInt(n, 10))
+		}
+		slices.Sort(kinds)
+		line += " (" + strings.Join(kinds, " ") + ")"
+	}
+	_, err := fmt.Fprintln(w, line)
+	return err
+}
