@@ -1,0 +1,408 @@
+package storetest_test
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/resourceapi/resourceapi"
+)
+
+// memStore is NOT a product store. It exists only so that the suite can be
+// run, and shown to pass and to fail, without a database: a map under a
+// mutex implementing resourceapi.Store the way the suite says a store must.
+// Each entry of bugs switches on one deliberate defect (see mutants in
+// storetest_test.go), to prove that the suite notices it.
+type memStore struct {
+	mu   sync.Mutex
+	rows map[int64]resourceapi.Record // stored records, password included
+	last int64                        // highest id handed out or taken
+	now  resourceapi.Clock
+	bugs map[string]bool
+}
+
+var _ resourceapi.Store = (*memStore)(nil)
+
+func newMemStore(now resourceapi.Clock, bugs ...string) *memStore {
+	s := &memStore{rows: make(map[int64]resourceapi.Record), now: now, bugs: make(map[string]bool)}
+	for _, b := range bugs {
+		s.bugs[b] = true
+	}
+	return s
+}
+
+func (s *memStore) Ping(ctx context.Context) error {
+	return s.ctxErr(ctx)
+}
+
+func (s *memStore) ctxErr(ctx context.Context) error {
+	if s.bugs["ignore-context"] {
+		return nil
+	}
+	return ctx.Err()
+}
+
+func (s *memStore) stamp() time.Time {
+	t := s.now()
+	if s.bugs["nanosecond-local-time"] {
+		return t.Local()
+	}
+	return resourceapi.Timestamp(t)
+}
+
+// show returns the record as clients see it: visible fields only, copied.
+func (s *memStore) show(res *resourceapi.Resource, rec resourceapi.Record) resourceapi.Record {
+	out := make(resourceapi.Record, len(rec))
+	for name, v := range rec {
+		if !res.Visible(name) && !s.bugs["returns-password"] {
+			continue
+		}
+		if l, ok := v.([]string); ok {
+			v = slices.Clone(l)
+		}
+		out[name] = v
+	}
+	return out
+}
+
+func (s *memStore) Get(ctx context.Context, res *resourceapi.Resource, id int64) (resourceapi.Record, error) {
+	if err := s.ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.rows[id]
+	if !ok {
+		return nil, notFound(res)
+	}
+	return s.show(res, rec), nil
+}
+
+func notFound(res *resourceapi.Resource) error {
+	return resourceapi.Errorf(resourceapi.CodeNotFound, "%s not found", res.Singular)
+}
+
+func (s *memStore) Create(ctx context.Context, res *resourceapi.Resource, rec resourceapi.Record) (resourceapi.Record, error) {
+	if err := s.ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.last + 1
+	if s.bugs["reuse-ids"] {
+		id = int64(len(s.rows)) + 1
+	}
+	out, err := s.insert(res, id, rec)
+	if err == nil && s.bugs["late-cancel"] {
+		// Like a store that stops waiting for a commit that still happens.
+		s.mu.Unlock()
+		time.Sleep(2 * time.Millisecond)
+		s.mu.Lock()
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, err
+}
+
+// insert stores rec under id with defaults and timestamps; s.mu is held.
+func (s *memStore) insert(res *resourceapi.Resource, id int64, rec resourceapi.Record) (resourceapi.Record, error) {
+	row := make(resourceapi.Record)
+	for i := range res.Fields {
+		f := &res.Fields[i]
+		if f.ReadOnly {
+			continue
+		}
+		if v, ok := rec[f.Name]; ok {
+			row[f.Name] = v
+		} else if !s.bugs["no-defaults"] {
+			row[f.Name] = f.DefaultValue()
+		}
+	}
+	if s.bugs["partial-writes"] {
+		s.rows[id] = row
+	}
+	if err := s.unique(res, id, row); err != nil {
+		return nil, err
+	}
+	now := s.stamp()
+	row["id"], row["created_at"], row["updated_at"] = id, now, now
+	s.rows[id] = row
+	if !s.bugs["reuse-ids"] {
+		s.last = max(s.last, id)
+	}
+	return s.show(res, row), nil
+}
+
+// unique reports CodeConflict when a unique field of row is held by another
+// record; s.mu is held.
+func (s *memStore) unique(res *resourceapi.Resource, id int64, row resourceapi.Record) error {
+	for _, f := range res.Fields {
+		v, ok := row[f.Name].(string)
+		if !f.Unique || !ok {
+			continue
+		}
+		for oid, other := range s.rows {
+			o, _ := other[f.Name].(string)
+			same := strings.EqualFold(o, v)
+			if s.bugs["case-sensitive-unique"] {
+				same = o == v
+			}
+			if oid != id && same && !(s.bugs["deleted-frees-unique"] && other.Bool(res.SoftDelete)) {
+				return resourceapi.Errorf(resourceapi.CodeConflict, "A %s with this %s already exists", res.Singular, f.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// retain reports the Retain error when changing cur into next would leave no
+// active holder; s.mu is held. next is nil for a delete.
+func (s *memStore) retain(res *resourceapi.Resource, cur, next resourceapi.Record) error {
+	if res.Retain == nil || s.bugs["no-retain"] || !s.holds(res, cur) || (next != nil && s.holds(res, next)) {
+		return nil
+	}
+	id := cur.ID()
+	if s.bugs["racy-retain"] {
+		// Check on a snapshot, then let others run, as a store that checks
+		// outside its write lock would.
+		snapshot := maps.Clone(s.rows)
+		s.mu.Unlock()
+		time.Sleep(time.Millisecond)
+		defer s.mu.Lock()
+		for oid, other := range snapshot {
+			if oid != id && s.holds(res, other) {
+				return nil
+			}
+		}
+		return resourceapi.Errorf(resourceapi.CodeUnprocessable, "%s", res.Retain.Message)
+	}
+	for oid, other := range s.rows {
+		if oid != id && s.holds(res, other) {
+			return nil
+		}
+	}
+	return resourceapi.Errorf(resourceapi.CodeUnprocessable, "%s", res.Retain.Message)
+}
+
+func (s *memStore) holds(res *resourceapi.Resource, rec resourceapi.Record) bool {
+	if s.bugs["retain-counts-deleted"] {
+		return rec != nil && slices.Contains(rec.Strings(res.Retain.Field), res.Retain.Value)
+	}
+	return res.Holds(rec)
+}
+
+// check runs cond against the current record (nil when absent); s.mu is held.
+func (s *memStore) check(res *resourceapi.Resource, cond resourceapi.Condition, cur resourceapi.Record) error {
+	if cond == nil || s.bugs["ignore-condition"] {
+		return nil
+	}
+	var shown resourceapi.Record
+	if cur != nil {
+		shown = s.show(res, cur)
+	}
+	if err := cond(shown); err != nil {
+		if s.bugs["wrap-condition-error"] {
+			return fmt.Errorf("condition: %w", err)
+		}
+		return err
+	}
+	return nil
+}
+
+func (s *memStore) Replace(ctx context.Context, res *resourceapi.Resource, id int64, rec resourceapi.Record, cond resourceapi.Condition) (resourceapi.Record, bool, error) {
+	if err := s.ctxErr(ctx); err != nil {
+		return nil, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.rows[id]
+	if err := s.check(res, cond, cur); err != nil {
+		return nil, false, err
+	}
+	if cur == nil {
+		out, err := s.insert(res, id, rec)
+		return out, err == nil, err
+	}
+	out, err := s.write(res, cur, rec)
+	return out, false, err
+}
+
+func (s *memStore) Update(ctx context.Context, res *resourceapi.Resource, id int64, patch resourceapi.Record, cond resourceapi.Condition) (resourceapi.Record, error) {
+	if err := s.ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.rows[id]
+	if cur == nil {
+		return nil, notFound(res)
+	}
+	if err := s.check(res, cond, cur); err != nil {
+		return nil, err
+	}
+	return s.write(res, cur, patch)
+}
+
+// write applies the fields of rec to cur; s.mu is held.
+func (s *memStore) write(res *resourceapi.Resource, cur, rec resourceapi.Record) (resourceapi.Record, error) {
+	next := maps.Clone(cur)
+	for name, v := range rec {
+		if f := res.Field(name); f != nil && !f.ReadOnly {
+			next[name] = v
+		}
+	}
+	if !s.bugs["frozen-updated-at"] {
+		next["updated_at"] = s.stamp()
+	}
+	if s.bugs["partial-writes"] {
+		s.rows[cur.ID()] = next
+	}
+	if err := s.unique(res, cur.ID(), next); err != nil {
+		return nil, err
+	}
+	if err := s.retain(res, cur, next); err != nil {
+		return nil, err
+	}
+	s.rows[cur.ID()] = next
+	return s.show(res, next), nil
+}
+
+func (s *memStore) Delete(ctx context.Context, res *resourceapi.Resource, id int64, cond resourceapi.Condition) error {
+	if err := s.ctxErr(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.rows[id]
+	if cur == nil {
+		return notFound(res)
+	}
+	if err := s.check(res, cond, cur); err != nil {
+		return err
+	}
+	if err := s.retain(res, cur, nil); err != nil {
+		return err
+	}
+	delete(s.rows, id)
+	return nil
+}
+
+func (s *memStore) List(ctx context.Context, res *resourceapi.Resource, q resourceapi.ListQuery) (resourceapi.Page, error) {
+	if err := s.ctxErr(ctx); err != nil {
+		return resourceapi.Page{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var match []resourceapi.Record
+	for _, rec := range s.rows {
+		if s.matches(res, rec, q) {
+			match = append(match, rec)
+		}
+	}
+	slices.SortFunc(match, func(a, b resourceapi.Record) int {
+		c := compare(a[q.Sort], b[q.Sort], s.bugs["nulls-last"])
+		if q.Desc {
+			c = -c
+		}
+		byID := cmp.Compare(a.ID(), b.ID())
+		if q.Desc && !s.bugs["ties-ascending"] {
+			byID = -byID
+		}
+		return cmp.Or(c, byID)
+	})
+	page := resourceapi.Page{Total: len(match)}
+	lo, hi := min(q.Offset(), len(match)), min(q.Offset()+q.Limit, len(match))
+	for _, rec := range match[lo:hi] {
+		page.Records = append(page.Records, s.show(res, rec))
+	}
+	return page, nil
+}
+
+func (s *memStore) matches(res *resourceapi.Resource, rec resourceapi.Record, q resourceapi.ListQuery) bool {
+	for _, fv := range q.Filters {
+		switch fv.Filter.Kind {
+		case resourceapi.FilterSoftDelete:
+			if rec.Bool(res.SoftDelete) != (fv.Value == resourceapi.StatusDeleted) {
+				return false
+			}
+		case resourceapi.FilterContains:
+			if !slices.Contains(rec.Strings(fv.Filter.Field), fv.Value) {
+				return false
+			}
+		case resourceapi.FilterEqual:
+			if fmt.Sprint(rec[fv.Filter.Field]) != fv.Value {
+				return false
+			}
+		}
+	}
+	if q.Search == "" {
+		return true
+	}
+	for _, f := range res.Fields {
+		v, ok := rec[f.Name].(string)
+		if f.Searchable && ok && s.contains(v, q.Search) {
+			return true
+		}
+	}
+	return false
+}
+
+// contains is the search match: a literal, case-insensitive substring.
+func (s *memStore) contains(v, q string) bool {
+	switch {
+	case s.bugs["like-wildcards"]:
+		var re strings.Builder
+		re.WriteString("(?is)")
+		for _, r := range q {
+			switch r {
+			case '%':
+				re.WriteString(".*")
+			case '_':
+				re.WriteString(".")
+			default:
+				re.WriteString(regexp.QuoteMeta(string(r)))
+			}
+		}
+		return regexp.MustCompile(re.String()).MatchString(v)
+	case s.bugs["ascii-case-folding"]:
+		return strings.Contains(asciiLower(v), asciiLower(q))
+	}
+	return strings.Contains(strings.ToLower(v), strings.ToLower(q))
+}
+
+func asciiLower(s string) string {
+	return strings.Map(func(r rune) rune {
+		if 'A' <= r && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}, s)
+}
+
+// compare orders two values of one field; null is smallest unless nullsLast.
+func compare(a, b any, nullsLast bool) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil && nullsLast, b == nil && !nullsLast:
+		return 1
+	case a == nil, b == nil:
+		return -1
+	}
+	switch a := a.(type) {
+	case int64:
+		return cmp.Compare(a, b.(int64))
+	case string:
+		return strings.Compare(a, b.(string))
+	case time.Time:
+		return a.Compare(b.(time.Time))
+	}
+	panic(fmt.Sprintf("cannot compare %T", a))
+}
