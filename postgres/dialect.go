@@ -83,3 +83,5 @@ func (dialect) InsertedID(ctx context.Context, tx sqlstore.Execer, res *resource
 // ForUpdate locks the record a write reads, so that concurrent conditional
 // writes to it (If-Match) run one after the other and only one can win.
 func (dialect) ForUpdate() string { return " FOR UPDATE" }
+
+func (dialect) OrderBy(column string, _ bool) string { return column }

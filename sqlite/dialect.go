@@ -119,3 +119,14 @@ func (dialect) Count(q *sqlstore.Query, res *resourceapi.Resource, lq resourceap
 
 // ForUpdate is empty: the single writer serialises all writes.
 func (dialect) ForUpdate() string { return "" }
+
+// OrderBy hides the sort column's index from the planner when q narrows the
+// records: SQLite would otherwise walk the whole sort index and test each row
+// against the search, where fetching the few matches and sorting them is
+// cheaper (15 ms against 1 ms with 10,000 users). Unary + changes no value.
+func (dialect) OrderBy(column string, search bool) string {
+	if search {
+		return "+" + column
+	}
+	return column
+}

@@ -75,12 +75,17 @@ func readColumns(res *resourceapi.Resource) *columns {
 
 type scanner interface{ Scan(dest ...any) error }
 
-func (c *columns) scan(row scanner) (resourceapi.Record, error) {
-	dest := make([]any, len(c.fields))
+// scan reads a row of the columns into a record. When total is not nil, the
+// row ends with one more column, a count, scanned into it.
+func (c *columns) scan(row scanner, total *int) (resourceapi.Record, error) {
+	dest := make([]any, len(c.fields), len(c.fields)+1)
 	vals := make([]value, len(c.fields))
-	for i := range dest {
+	for i := range vals {
 		vals[i].typ = c.fields[i].Type
 		dest[i] = &vals[i]
+	}
+	if total != nil {
+		dest = append(dest, total)
 	}
 	if err := row.Scan(dest...); err != nil {
 		return nil, err

@@ -24,6 +24,9 @@ type Dialect interface {
 	// declaration, never from a request), because SQLite re-plans a statement
 	// on every run when a bound value decides between indexes.
 	Bool(b bool) string
+	// OrderBy returns the expression to sort by column. search says the
+	// query also matches q, which may make another plan better.
+	OrderBy(column string, search bool) string
 	// ForUpdate is the clause that locks the rows a SELECT reads until the
 	// transaction ends ("" where writes are serialised anyway), so that a
 	// write's precondition and its change see the same record.
@@ -186,25 +189,29 @@ func (s *Store) List(ctx context.Context, res *resourceapi.Resource, lq resource
 }
 
 func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource, lq resourceapi.ListQuery) (resourceapi.Page, error) {
+	page := resourceapi.Page{Records: []resourceapi.Record{}}
+	cols := readColumns(res)
 	count := s.newQuery()
-	if fast := s.dialect.Count(count, res, lq); fast != "" {
+	fast := s.dialect.Count(count, res, lq)
+	if fast != "" {
 		count.WriteString(fast)
-	} else {
-		count.WriteString("SELECT count(*) FROM " + res.Name)
-		count.where(res, lq)
-	}
-	var page resourceapi.Page
-	if err := tx.QueryRowContext(ctx, count.String(), count.args...).Scan(&page.Total); err != nil {
-		return page, fmt.Errorf("count: %w", err)
-	}
-	page.Records = []resourceapi.Record{}
-	if lq.Offset() >= page.Total {
-		return page, nil
+		if err := tx.QueryRowContext(ctx, count.String(), count.args...).Scan(&page.Total); err != nil {
+			return page, fmt.Errorf("count: %w", err)
+		}
+		if lq.Offset() >= page.Total {
+			return page, nil
+		}
 	}
 
+	// Without a kept count, the page query counts its matches itself with a
+	// window function: one pass over the matches (one index search for q)
+	// instead of two.
 	q := s.newQuery()
-	cols := readColumns(res)
-	q.WriteString("SELECT " + cols.list + " FROM " + res.Name)
+	q.WriteString("SELECT " + cols.list)
+	if fast == "" {
+		q.WriteString(", count(*) OVER ()")
+	}
+	q.WriteString(" FROM " + res.Name)
 	q.where(res, lq)
 	dir := " ASC"
 	if lq.Desc {
@@ -213,8 +220,7 @@ func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource,
 	// The sort field comes from the declaration (ParseListQuery checked it),
 	// never from the request's text.
 	sortField := res.Field(lq.Sort)
-	sortCol := column(sortField)
-	q.WriteString(" ORDER BY " + sortCol + dir)
+	q.WriteString(" ORDER BY " + s.dialect.OrderBy(column(sortField), lq.Search != "") + dir)
 	if sortField.Nullable {
 		// null sorts as the smallest value on every database (PostgreSQL's
 		// default is the opposite; its indexes are declared to match).
@@ -224,7 +230,7 @@ func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource,
 			q.WriteString(" NULLS FIRST")
 		}
 	}
-	if sortCol != "id" {
+	if sortField.Name != "id" {
 		q.WriteString(", id" + dir)
 	}
 	q.WriteString(" LIMIT " + q.Arg(lq.Limit) + " OFFSET " + q.Arg(lq.Offset()))
@@ -236,13 +242,29 @@ func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource,
 	defer rows.Close()
 	page.Records = make([]resourceapi.Record, 0, lq.Limit)
 	for rows.Next() {
-		rec, err := cols.scan(rows)
+		var total *int
+		if fast == "" {
+			total = &page.Total
+		}
+		rec, err := cols.scan(rows, total)
 		if err != nil {
 			return page, err
 		}
 		page.Records = append(page.Records, rec)
 	}
-	return page, rows.Err()
+	if err := rows.Err(); err != nil {
+		return page, err
+	}
+	if fast == "" && len(page.Records) == 0 && lq.Offset() > 0 {
+		// Past the last page the window has no row to report the total on.
+		count := s.newQuery()
+		count.WriteString("SELECT count(*) FROM " + res.Name)
+		count.where(res, lq)
+		if err := tx.QueryRowContext(ctx, count.String(), count.args...).Scan(&page.Total); err != nil {
+			return page, fmt.Errorf("count: %w", err)
+		}
+	}
+	return page, nil
 }
 
 // Get implements resourceapi.Store.
@@ -271,7 +293,7 @@ func (s *Store) Get(ctx context.Context, res *resourceapi.Resource, id int64) (r
 func (s *Store) get(ctx context.Context, db Querier, res *resourceapi.Resource, id int64, suffix string) (resourceapi.Record, error) {
 	cols := readColumns(res)
 	row := db.QueryRowContext(ctx, "SELECT "+cols.list+" FROM "+res.Name+" WHERE id = "+s.dialect.Placeholder(1)+suffix, id)
-	rec, err := cols.scan(row)
+	rec, err := cols.scan(row, nil)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -441,7 +463,7 @@ func (s *Store) insert(ctx context.Context, tx Querier, res *resourceapi.Resourc
 	vals = append(vals, q.Arg(now), q.Arg(now))
 	read := readColumns(res)
 	q.WriteString("INSERT INTO " + res.Name + " (" + join(cols) + ") VALUES (" + join(vals) + ") RETURNING " + read.list)
-	out, err := read.scan(tx.QueryRowContext(ctx, q.String(), q.args...))
+	out, err := read.scan(tx.QueryRowContext(ctx, q.String(), q.args...), nil)
 	if err != nil {
 		return nil, s.writeError(res, err)
 	}
@@ -476,7 +498,7 @@ func (s *Store) update(ctx context.Context, tx Querier, res *resourceapi.Resourc
 	sets = append(sets, "updated_at = "+q.Arg(resourceapi.Timestamp(s.now())))
 	read := readColumns(res)
 	q.WriteString("UPDATE " + res.Name + " SET " + join(sets) + " WHERE id = " + q.Arg(cur.ID()) + " RETURNING " + read.list)
-	out, err := read.scan(tx.QueryRowContext(ctx, q.String(), q.args...))
+	out, err := read.scan(tx.QueryRowContext(ctx, q.String(), q.args...), nil)
 	if err != nil {
 		return nil, s.writeError(res, err)
 	}
