@@ -1,15 +1,18 @@
 package sqlstore
 
 import (
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/resourceapi/resourceapi"
 )
 
-// recordCache keeps recently read records by resource and id, so that reading
-// one record by id, the most common request, costs no query. It is only
+// recordCache keeps recently read records by resource and id, and recently
+// read list pages by resource and query, so that repeated reads, the most
+// common requests, cost no query. It is only
 // correct when every write to the database goes through this Store (one
 // process on a SQLite file); package postgres, where several instances share
 // the database, does not enable it.
@@ -17,12 +20,30 @@ import (
 // A read that misses records the cache's generation before it queries, and
 // stores its result only if no write has ended since: a write that commits
 // while the read is in flight bumps the generation, so a stale row is never
-// stored. Writes drop the entries they touch after they commit.
+// stored. Writes drop the record they touch, and every cached page of its
+// resource, after they commit.
 type recordCache struct {
-	mu      sync.Mutex
-	gen     uint64
-	max     int
-	entries map[cacheKey]resourceapi.Record
+	mu       sync.Mutex
+	gen      uint64
+	max      int
+	entries  map[cacheKey]resourceapi.Record
+	maxPages int
+	pages    map[pageKey]resourceapi.Page
+}
+
+type pageKey struct {
+	res   *resourceapi.Resource
+	query string
+}
+
+// listKey identifies a list query: every field of it that changes the page.
+func listKey(lq resourceapi.ListQuery) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d|%d|%s|%t|%q", lq.Page, lq.Limit, lq.Sort, lq.Desc, lq.Search)
+	for _, fv := range lq.Filters {
+		fmt.Fprintf(&b, "|%s=%q", fv.Filter.Param, fv.Value)
+	}
+	return b.String()
 }
 
 type cacheKey struct {
@@ -34,7 +55,10 @@ func newRecordCache(max int) *recordCache {
 	if max <= 0 {
 		return nil
 	}
-	return &recordCache{max: max, entries: make(map[cacheKey]resourceapi.Record, max)}
+	return &recordCache{
+		max: max, entries: make(map[cacheKey]resourceapi.Record, max),
+		maxPages: max / 16, pages: make(map[pageKey]resourceapi.Page),
+	}
 }
 
 // get returns a copy of the cached record, or nil and the generation to pass
@@ -72,16 +96,64 @@ func (c *recordCache) put(res *resourceapi.Resource, rec resourceapi.Record, gen
 	c.entries[cacheKey{res, rec.ID()}] = rec
 }
 
-// invalidate drops record id of res after a write to it ended, whether or not
-// it committed.
+// getPage returns a copy of the cached page for lq, or false and the
+// generation to pass to putPage.
+func (c *recordCache) getPage(res *resourceapi.Resource, key string) (resourceapi.Page, bool, uint64) {
+	if c == nil {
+		return resourceapi.Page{}, false, 0
+	}
+	c.mu.Lock()
+	page, ok := c.pages[pageKey{res, key}]
+	gen := c.gen
+	c.mu.Unlock()
+	if !ok {
+		return resourceapi.Page{}, false, gen
+	}
+	out := resourceapi.Page{Total: page.Total, Records: make([]resourceapi.Record, len(page.Records))}
+	for i, rec := range page.Records {
+		out.Records[i] = clone(rec)
+	}
+	return out, true, gen
+}
+
+// putPage stores a copy of page if no write has ended since gen was read.
+func (c *recordCache) putPage(res *resourceapi.Resource, key string, page resourceapi.Page, gen uint64) {
+	if c == nil {
+		return
+	}
+	stored := resourceapi.Page{Total: page.Total, Records: make([]resourceapi.Record, len(page.Records))}
+	for i, rec := range page.Records {
+		stored.Records[i] = clone(rec)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return
+	}
+	if len(c.pages) >= c.maxPages {
+		for k := range c.pages {
+			delete(c.pages, k)
+			break
+		}
+	}
+	c.pages[pageKey{res, key}] = stored
+}
+
+// invalidate drops record id of res (0: none) and every page of res after a
+// write to it ended, whether or not it committed.
 func (c *recordCache) invalidate(res *resourceapi.Resource, id int64) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.gen++
 	delete(c.entries, cacheKey{res, id})
-	c.mu.Unlock()
+	for k := range c.pages {
+		if k.res == res {
+			delete(c.pages, k)
+		}
+	}
 }
 
 // clone copies a record deeply enough that neither the cache nor its callers

@@ -175,8 +175,12 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // List implements resourceapi.Store.
 func (s *Store) List(ctx context.Context, res *resourceapi.Resource, lq resourceapi.ListQuery) (resourceapi.Page, error) {
+	key := listKey(lq)
+	page, ok, gen := s.cache.getPage(res, key)
+	if ok {
+		return page, nil
+	}
 	// One read transaction, so that the total and the page agree.
-	var page resourceapi.Page
 	err := s.reader.Read(ctx, true, func(ctx context.Context, tx Querier) error {
 		var err error
 		page, err = s.list(ctx, tx, res, lq)
@@ -185,6 +189,7 @@ func (s *Store) List(ctx context.Context, res *resourceapi.Resource, lq resource
 	if err != nil {
 		return resourceapi.Page{}, fmt.Errorf("list %s: %w", res.Name, err)
 	}
+	s.cache.putPage(res, key, page, gen)
 	return page, nil
 }
 
@@ -308,6 +313,7 @@ func (s *Store) Create(ctx context.Context, res *resourceapi.Resource, rec resou
 		out, err = s.insert(ctx, tx, res, 0, rec)
 		return err
 	})
+	s.cache.invalidate(res, 0)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", res.Singular, err)
 	}
