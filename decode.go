@@ -76,11 +76,23 @@ func Validate(res *Resource, rec Record, mode WriteMode) error {
 
 func validate(res *Resource, rec Record, mode WriteMode, details []FieldError) error {
 	bad := func(field, msg string) { details = append(details, FieldError{Field: field, Message: msg}) }
+	// A field that failed to decode is absent from rec but already has its
+	// detail; it must not get a second one ("is required").
+	var failed map[string]bool
+	for _, d := range details {
+		if failed == nil {
+			failed = make(map[string]bool, len(details))
+		}
+		failed[d.Field] = true
+	}
 	for i := range res.Fields {
 		f := &res.Fields[i]
 		v, present := rec[f.Name]
 		if f.ReadOnly {
 			delete(rec, f.Name)
+			continue
+		}
+		if failed[f.Name] {
 			continue
 		}
 		if !present {

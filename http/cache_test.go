@@ -1,0 +1,191 @@
+package http_test
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/resourceapi/resourceapi"
+)
+
+var strongETag = regexp.MustCompile(`^"[0-9a-f]{16}"$`)
+
+func TestCacheHeaders(t *testing.T) {
+	forEachStore(t, func(t *testing.T, c *client) {
+		u := c.mustCreate(`{"name":"Ann","email":"ann@example.com"}`)
+		item := fmt.Sprintf("/api/users/%d", idOf(t, u))
+		for _, path := range []string{item, "/api/users", "/api/users?fields=id", item + "?fields=name"} {
+			r := c.get(path)
+			r.mustStatus(t, http.StatusOK)
+			if tag := r.Header.Get("ETag"); !strongETag.MatchString(tag) {
+				t.Errorf("GET %s: ETag = %q, want a strong tag", path, tag)
+			}
+			if cc := r.Header.Get("Cache-Control"); cc != "private, no-cache" {
+				t.Errorf("GET %s: Cache-Control = %q", path, cc)
+			}
+		}
+		// Last-Modified is updated_at, on single records only.
+		r := c.get(item)
+		updated, _ := time.Parse(time.RFC3339, u["updated_at"].(string))
+		if got, want := r.Header.Get("Last-Modified"), updated.UTC().Format(http.TimeFormat); got != want {
+			t.Errorf("Last-Modified = %q, want %q", got, want)
+		}
+		if lm := c.get("/api/users").Header.Get("Last-Modified"); lm != "" {
+			t.Errorf("collection has Last-Modified %q", lm)
+		}
+		// The ETag is the full record's whatever fields are selected, so
+		// it can be used to update.
+		if a, b := r.Header.Get("ETag"), c.get(item+"?fields=name").Header.Get("ETag"); a != b {
+			t.Errorf("ETag with fields = %s, without = %s; want the same", b, a)
+		}
+		// Write responses carry the new ETag, and it is the one GET gives.
+		w := c.do("PATCH", item, `{"age":5}`)
+		if got, want := w.Header.Get("ETag"), c.get(item).Header.Get("ETag"); got != want || got == r.Header.Get("ETag") {
+			t.Errorf("PATCH ETag = %s, GET after = %s, before = %s", got, want, r.Header.Get("ETag"))
+		}
+		// A collection's tag follows its content.
+		before := c.get("/api/users").Header.Get("ETag")
+		c.mustUser("Bo", "bo@example.com")
+		if after := c.get("/api/users").Header.Get("ETag"); after == before {
+			t.Error("collection ETag did not change when a user was added")
+		}
+	})
+}
+
+func TestConditionalGet(t *testing.T) {
+	forEachStore(t, func(t *testing.T, c *client) {
+		u := c.mustCreate(`{"name":"Ann","email":"ann@example.com"}`)
+		item := fmt.Sprintf("/api/users/%d", idOf(t, u))
+		r := c.get(item)
+		tag, lastMod := r.Header.Get("ETag"), r.Header.Get("Last-Modified")
+		lm, _ := http.ParseTime(lastMod)
+
+		notModified := func(path string, headers ...string) {
+			t.Helper()
+			for _, method := range []string{"GET", "HEAD"} {
+				r := c.do(method, path, "", headers...)
+				r.mustStatus(t, http.StatusNotModified)
+				if len(r.body) != 0 {
+					t.Errorf("304 has a body: %q", r.body)
+				}
+				if r.Header.Get("ETag") == "" || r.Header.Get("Cache-Control") != "private, no-cache" || !strings.Contains(strings.Join(r.Header.Values("Vary"), ","), "Accept-Encoding") {
+					t.Errorf("304 headers: %v", r.Header)
+				}
+				if r.Header.Get("Content-Encoding") != "" {
+					t.Errorf("304 has Content-Encoding %q", r.Header.Get("Content-Encoding"))
+				}
+			}
+		}
+		modified := func(path string, headers ...string) {
+			t.Helper()
+			c.get(path, headers...).mustStatus(t, http.StatusOK)
+		}
+
+		notModified(item, "If-None-Match", tag)
+		notModified(item, "If-None-Match", "W/"+tag) // weak comparison
+		notModified(item, "If-None-Match", `"other", `+tag)
+		notModified(item, "If-None-Match", `"other"`, "If-None-Match", tag)
+		notModified(item, "If-None-Match", "*")
+		notModified(item+"?fields=id", "If-None-Match", tag)
+		modified(item, "If-None-Match", `"other"`)
+		modified(item, "If-None-Match", strings.Trim(tag, `"`)) // unquoted is not a tag
+
+		notModified(item, "If-Modified-Since", lastMod)
+		notModified(item, "If-Modified-Since", lm.Add(time.Hour).Format(http.TimeFormat))
+		modified(item, "If-Modified-Since", lm.Add(-time.Second).Format(http.TimeFormat))
+		modified(item, "If-Modified-Since", "not a date")
+		// If-None-Match wins over If-Modified-Since.
+		modified(item, "If-None-Match", `"other"`, "If-Modified-Since", lastMod)
+
+		coll := c.get("/api/users")
+		notModified("/api/users", "If-None-Match", coll.Header.Get("ETag"))
+		// Collections do not answer If-Modified-Since.
+		modified("/api/users", "If-Modified-Since", time.Now().Add(time.Hour).UTC().Format(http.TimeFormat))
+
+		// After a change, the old tag no longer matches.
+		c.do("PATCH", item, `{"name":"Ann B"}`).mustStatus(t, http.StatusOK)
+		modified(item, "If-None-Match", tag)
+		modified("/api/users", "If-None-Match", coll.Header.Get("ETag"))
+	})
+}
+
+func TestIfMatch(t *testing.T) {
+	forEachStore(t, func(t *testing.T, c *client) {
+		id := c.mustUser("Ann", "ann@example.com")
+		item := fmt.Sprintf("/api/users/%d", id)
+		tag := c.get(item).Header.Get("ETag")
+		failed := func(method, path, body string, headers ...string) {
+			t.Helper()
+			c.do(method, path, body, headers...).mustError(t, http.StatusPreconditionFailed, resourceapi.CodePreconditionFailed)
+		}
+
+		for _, method := range []string{"PUT", "PATCH", "DELETE"} {
+			body := `{"name":"X","email":"ann@example.com"}`
+			if method == "DELETE" {
+				body = ""
+			}
+			failed(method, item, body, "If-Match", `"0000000000000000"`)
+			failed(method, item, body, "If-Match", "W/"+tag) // weak never matches If-Match
+			failed(method, item, body, "If-Match", strings.Trim(tag, `"`))
+			failed(method, item, body, "If-None-Match", "*")
+			failed(method, item, body, "If-None-Match", tag)
+			failed(method, item, body, "If-Unmodified-Since", "Mon, 01 Jan 2001 00:00:00 GMT")
+		}
+		// Nothing was changed by the failures.
+		if got := c.get(item).Header.Get("ETag"); got != tag {
+			t.Fatalf("ETag changed to %s after failed preconditions", got)
+		}
+
+		r := c.do("PATCH", item, `{"name":"Ann B"}`, "If-Match", `"0000000000000000", `+tag)
+		r.mustStatus(t, http.StatusOK)
+		newTag := r.Header.Get("ETag")
+		failed("PATCH", item, `{"name":"Lost update"}`, "If-Match", tag) // the old version
+		c.do("PUT", item, `{"name":"Ann C","email":"ann@example.com"}`, "If-Match", newTag).mustStatus(t, http.StatusOK)
+		c.do("PATCH", item, `{"age":3}`, "If-Match", "*").mustStatus(t, http.StatusOK)
+		// If-Match is checked before If-Unmodified-Since, which it overrides.
+		c.do("PATCH", item, `{"age":4}`, "If-Match", "*", "If-Unmodified-Since", "Mon, 01 Jan 2001 00:00:00 GMT").mustStatus(t, http.StatusOK)
+		c.do("PATCH", item, `{"age":5}`, "If-Unmodified-Since", time.Now().Add(24*time.Hour).UTC().Format(http.TimeFormat)).mustStatus(t, http.StatusOK)
+
+		// A tag from a fields= GET works too.
+		tag = c.get(item + "?fields=id").Header.Get("ETag")
+		c.do("PATCH", item, `{"age":6}`, "If-Match", tag).mustStatus(t, http.StatusOK)
+
+		// If-Match on an absent record fails, even with *; If-None-Match: *
+		// makes PUT create-only.
+		absent := fmt.Sprintf("/api/users/%d", id+50)
+		failed("PUT", absent, `{"name":"N","email":"n@example.com"}`, "If-Match", "*")
+		failed("PUT", absent, `{"name":"N","email":"n@example.com"}`, "If-Match", tag)
+		failed("PATCH", absent, `{"name":"N"}`, "If-Match", "*")
+		c.do("PUT", absent, `{"name":"N","email":"n@example.com"}`, "If-None-Match", "*").mustStatus(t, http.StatusCreated)
+		failed("PUT", absent, `{"name":"N","email":"n@example.com"}`, "If-None-Match", "*")
+
+		tag = c.get(item).Header.Get("ETag")
+		c.do("DELETE", item, "", "If-Match", tag).mustStatus(t, http.StatusNoContent)
+	})
+}
+
+func TestHead(t *testing.T) {
+	forEachStore(t, func(t *testing.T, c *client) {
+		id := c.mustUser("Ann", "ann@example.com")
+		for _, path := range []string{fmt.Sprintf("/api/users/%d", id), "/api/users", "/api/v2/users?fields=id", "/healthz", "/api/users/999", "/api/users?limit=0"} {
+			get, head := c.get(path, "Accept-Encoding", "gzip"), c.do("HEAD", path, "", "Accept-Encoding", "gzip")
+			if head.StatusCode != get.StatusCode {
+				t.Errorf("HEAD %s: status %d, GET %d", path, head.StatusCode, get.StatusCode)
+			}
+			if len(head.body) != 0 {
+				t.Errorf("HEAD %s has a body", path)
+			}
+			for _, h := range []string{"Content-Type", "Content-Length", "ETag", "Last-Modified", "Cache-Control", "API-Version", "Vary"} {
+				if got, want := head.Header.Get(h), get.Header.Get(h); got != want {
+					t.Errorf("HEAD %s: %s = %q, GET has %q", path, h, got, want)
+				}
+			}
+			if head.Header.Get("X-Request-ID") == "" {
+				t.Errorf("HEAD %s: no X-Request-ID", path)
+			}
+		}
+	})
+}

@@ -1,0 +1,133 @@
+package http
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/resourceapi/resourceapi"
+)
+
+// statusOf is the one table from error codes to HTTP statuses. A code missing
+// here is a programming error and is served as 500.
+var statusOf = map[resourceapi.Code]int{
+	resourceapi.CodeBadRequest:           http.StatusBadRequest,
+	resourceapi.CodeValidation:           http.StatusBadRequest,
+	resourceapi.CodeUnauthenticated:      http.StatusUnauthorized,
+	resourceapi.CodeInvalidToken:         http.StatusForbidden,
+	resourceapi.CodeForbidden:            http.StatusForbidden,
+	resourceapi.CodeNotFound:             http.StatusNotFound,
+	resourceapi.CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
+	resourceapi.CodeNotAcceptable:        http.StatusNotAcceptable,
+	resourceapi.CodeConflict:             http.StatusConflict,
+	resourceapi.CodePreconditionFailed:   http.StatusPreconditionFailed,
+	resourceapi.CodePayloadTooLarge:      http.StatusRequestEntityTooLarge,
+	resourceapi.CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
+	resourceapi.CodeUnprocessable:        http.StatusUnprocessableEntity,
+	resourceapi.CodeRateLimited:          http.StatusTooManyRequests,
+	resourceapi.CodeInternal:             http.StatusInternalServerError,
+	resourceapi.CodeUnavailable:          http.StatusServiceUnavailable,
+}
+
+// internalError is what a client sees of any failure that is not a
+// *resourceapi.Error: nothing about its cause.
+var internalError = &resourceapi.Error{Code: resourceapi.CodeInternal, Message: "Internal server error"}
+
+// writeError is the one way an error reaches a client. A *resourceapi.Error
+// (anywhere in err's chain) is shown as it is; anything else, and any error
+// of status 500 or more, is logged with the request id, and the client gets
+// only the code and a generic message.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e := resourceapi.ErrorOf(err)
+	status, known := statusOf[e.Code]
+	if !known {
+		e, status = internalError, http.StatusInternalServerError
+	}
+	if status >= 500 {
+		level := slog.LevelError
+		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+			level = slog.LevelInfo // the client went away; nothing is wrong here
+		}
+		s.logger.LogAttrs(r.Context(), level, "request failed",
+			slog.String("request_id", infoFrom(r).id),
+			slog.String("method", r.Method),
+			slog.String("path", r.URL.Path),
+			slog.Int("status", status),
+			slog.String("err", err.Error()))
+	}
+	s.respondError(w, r, status, e)
+}
+
+// respondError writes e as the body of an error response in the format of
+// the request's API version: version 2 speaks RFC 9457 problem details,
+// version 1 (and everything outside /api) the envelope of interface.md.
+func (s *Server) respondError(w http.ResponseWriter, r *http.Request, status int, e *resourceapi.Error) {
+	info := infoFrom(r)
+	h := w.Header()
+	// Headers set for a success that did not happen must not describe the
+	// error body.
+	h.Del("ETag")
+	h.Del("Last-Modified")
+	h.Del("Location")
+	h["Cache-Control"] = noStore
+	if status == http.StatusUnauthorized && h.Get("WWW-Authenticate") == "" {
+		// RFC 9110 requires a challenge on 401; authentication may set a
+		// more specific one before it writes the error.
+		h.Set("WWW-Authenticate", `Bearer realm="`+s.vendor+`"`)
+	}
+
+	buf := getBuffer()
+	defer putBuffer(buf)
+	b := *buf
+	if info.version >= 2 {
+		h["Content-Type"] = contentTypeProblem
+		// about:blank makes title the status phrase (RFC 9457 section 4.2.1);
+		// the stable machine-readable identity of the problem is code.
+		b = append(b, `{"type":"about:blank","title":`...)
+		b = appendString(b, http.StatusText(status))
+		b = append(b, `,"status":`...)
+		b = strconv.AppendInt(b, int64(status), 10)
+		b = append(b, `,"detail":`...)
+		b = appendString(b, e.Message)
+		b = append(b, `,"code":`...)
+		b = appendString(b, string(e.Code))
+		b = append(b, `,"request_id":`...)
+		b = appendString(b, info.id)
+		b = append(b, `,"errors":`...)
+		b = appendDetails(b, e.Details)
+		b = append(b, '}')
+	} else {
+		h["Content-Type"] = contentTypeJSON
+		b = append(b, `{"error":{"code":`...)
+		b = appendString(b, string(e.Code))
+		b = append(b, `,"message":`...)
+		b = appendString(b, e.Message)
+		b = append(b, `,"details":`...)
+		b = appendDetails(b, e.Details)
+		b = append(b, `,"request_id":`...)
+		b = appendString(b, info.id)
+		b = append(b, `}}`...)
+	}
+	*buf = b
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// appendDetails renders field errors as an array, [] when there are none.
+func appendDetails(b []byte, details []resourceapi.FieldError) []byte {
+	b = append(b, '[')
+	for i, d := range details {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"field":`...)
+		b = appendString(b, d.Field)
+		b = append(b, `,"message":`...)
+		b = appendString(b, d.Message)
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}

@@ -1,0 +1,343 @@
+package http_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"compress/zlib"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/resourceapi/resourceapi"
+	"github.com/resourceapi/resourceapi/argon2id"
+	rhttp "github.com/resourceapi/resourceapi/http"
+	"github.com/resourceapi/resourceapi/postgres"
+	"github.com/resourceapi/resourceapi/postgres/pgtest"
+	"github.com/resourceapi/resourceapi/sqlite"
+)
+
+// testHasher is argon2id at its cheapest legal cost: the real encoding and
+// code path, without 50 ms per password.
+func testHasher() resourceapi.PasswordHasher {
+	return &argon2id.Hasher{Memory: 8, Time: 1, Threads: 1, KeyLen: 16, SaltLen: 16}
+}
+
+// clock is a store clock that moves step forward on every reading, so that
+// records written one after another have distinct timestamps.
+type clock struct {
+	mu   sync.Mutex
+	now  time.Time
+	step time.Duration
+}
+
+func newClock() *clock {
+	return &clock{now: time.Date(2026, 11, 21, 5, 7, 37, 123_456_789, time.UTC), step: 1500 * time.Millisecond}
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(c.step)
+	return c.now
+}
+
+// backend opens a fresh, empty store of one kind.
+type backend struct {
+	name string
+	open func(tb testing.TB, now resourceapi.Clock) resourceapi.Store
+}
+
+// backends are the stores every HTTP test runs against: SQLite always,
+// PostgreSQL when RESOURCEAPI_TEST_POSTGRES_URL is set.
+func backends() []backend {
+	b := []backend{{"sqlite", mustSQLite}}
+	if os.Getenv(pgtest.EnvURL) != "" {
+		b = append(b, backend{"postgres", mustPostgres})
+	}
+	return b
+}
+
+func mustSQLite(tb testing.TB, now resourceapi.Clock) resourceapi.Store {
+	tb.Helper()
+	db, err := sqlite.Open(context.Background(), filepath.Join(tb.TempDir(), "test.db"),
+		sqlite.Options{Sync: sqlite.SyncNormal, Now: now})
+	if err != nil {
+		tb.Fatalf("open sqlite: %v", err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+func mustPostgres(tb testing.TB, now resourceapi.Clock) resourceapi.Store {
+	tb.Helper()
+	db, err := postgres.Open(context.Background(), pgtest.NewDatabase(tb), postgres.Options{MaxConns: 4, Now: now})
+	if err != nil {
+		tb.Fatalf("open postgres: %v", err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+// mustServer serves store over a real listener until tb ends. opts adjust
+// the Config.
+func mustServer(tb testing.TB, store resourceapi.Store, opts ...func(*rhttp.Config)) *client {
+	tb.Helper()
+	cfg := rhttp.Config{Store: store, Hasher: testHasher(), Logger: testLogger(tb)}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv := httptest.NewServer(rhttp.NewServer(cfg).Handler())
+	tb.Cleanup(srv.Close)
+	return &client{tb: tb, base: srv.URL, hc: &http.Client{
+		// Compression is asserted by the tests, so the client must not
+		// negotiate or undo it behind their backs.
+		Transport: &http.Transport{DisableCompression: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}}
+}
+
+// forEachStore runs f against a fresh server and database of every backend.
+func forEachStore(t *testing.T, f func(t *testing.T, c *client), opts ...func(*rhttp.Config)) {
+	t.Helper()
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, mustServer(t, b.open(t, newClock().Now), opts...))
+		})
+	}
+}
+
+// client sends requests to a test server.
+type client struct {
+	tb   testing.TB
+	base string
+	hc   *http.Client
+}
+
+// reply is a response with its body read.
+type reply struct {
+	*http.Response
+	body []byte
+}
+
+// do sends a request. headers are name, value pairs (an empty value removes
+// the header); a body gets Content-Type: application/json unless headers
+// replace it.
+func (c *client) do(method, path, body string, headers ...string) *reply {
+	c.tb.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, c.base+path, rd)
+	if err != nil {
+		c.tb.Fatalf("%s %s: %v", method, path, err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		switch name, value := headers[i], headers[i+1]; {
+		case value == "":
+			req.Header.Del(name)
+		case http.CanonicalHeaderKey(name) == "Content-Type":
+			req.Header.Set(name, value)
+		default:
+			req.Header.Add(name, value)
+		}
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		c.tb.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.tb.Fatalf("%s %s: read body: %v", method, path, err)
+	}
+	return &reply{Response: resp, body: b}
+}
+
+func (c *client) get(path string, headers ...string) *reply { return c.do("GET", path, "", headers...) }
+
+func (c *client) post(path, body string, headers ...string) *reply {
+	return c.do("POST", path, body, headers...)
+}
+
+// mustCreate creates a user and returns its representation.
+func (c *client) mustCreate(body string) map[string]any {
+	c.tb.Helper()
+	r := c.post("/api/users", body)
+	r.mustStatus(c.tb, http.StatusCreated)
+	return r.object(c.tb)
+}
+
+// mustUser creates a user with the given name and email and returns its id.
+func (c *client) mustUser(name, email string, extra ...string) int64 {
+	c.tb.Helper()
+	body := fmt.Sprintf(`{"name":%q,"email":%q%s}`, name, email, strings.Join(extra, ""))
+	return idOf(c.tb, c.mustCreate(body))
+}
+
+func idOf(tb testing.TB, obj map[string]any) int64 {
+	tb.Helper()
+	n, ok := obj["id"].(json.Number)
+	if !ok {
+		tb.Fatalf("id = %v (%T), want a number", obj["id"], obj["id"])
+	}
+	id, err := n.Int64()
+	if err != nil {
+		tb.Fatalf("id = %v: %v", n, err)
+	}
+	return id
+}
+
+func (r *reply) mustStatus(tb testing.TB, want int) {
+	tb.Helper()
+	if r.StatusCode != want {
+		tb.Fatalf("%s %s: status = %d, want %d; body: %s", r.Request.Method, r.Request.URL.Path, r.StatusCode, want, r.text(tb))
+	}
+}
+
+// text returns the body, decoded if it was compressed.
+func (r *reply) text(tb testing.TB) string {
+	tb.Helper()
+	return string(r.decoded(tb))
+}
+
+// decoded returns the body with its Content-Encoding undone.
+func (r *reply) decoded(tb testing.TB) []byte {
+	tb.Helper()
+	var rd io.ReadCloser
+	var err error
+	switch r.Header.Get("Content-Encoding") {
+	case "":
+		return r.body
+	case "gzip":
+		rd, err = gzip.NewReader(bytes.NewReader(r.body))
+	case "deflate":
+		rd, err = zlib.NewReader(bytes.NewReader(r.body))
+	default:
+		tb.Fatalf("unexpected Content-Encoding %q", r.Header.Get("Content-Encoding"))
+	}
+	if err != nil {
+		tb.Fatalf("decode %s body: %v", r.Header.Get("Content-Encoding"), err)
+	}
+	defer rd.Close()
+	b, err := io.ReadAll(rd)
+	if err != nil {
+		tb.Fatalf("decode %s body: %v", r.Header.Get("Content-Encoding"), err)
+	}
+	return b
+}
+
+// object decodes the body as one JSON object, numbers as json.Number.
+func (r *reply) object(tb testing.TB) map[string]any {
+	tb.Helper()
+	var obj map[string]any
+	dec := json.NewDecoder(bytes.NewReader(r.decoded(tb)))
+	dec.UseNumber()
+	if err := dec.Decode(&obj); err != nil {
+		tb.Fatalf("body is not a JSON object: %v; body: %q", err, r.decoded(tb))
+	}
+	return obj
+}
+
+// list decodes a list envelope and returns its records and pagination.
+func (r *reply) list(tb testing.TB) ([]map[string]any, map[string]any) {
+	tb.Helper()
+	r.mustStatus(tb, http.StatusOK)
+	obj := r.object(tb)
+	raw, ok := obj["data"].([]any)
+	if !ok {
+		tb.Fatalf("data = %v, want an array", obj["data"])
+	}
+	recs := make([]map[string]any, len(raw))
+	for i, v := range raw {
+		recs[i] = v.(map[string]any)
+	}
+	pag, ok := obj["pagination"].(map[string]any)
+	if !ok {
+		tb.Fatalf("pagination = %v, want an object", obj["pagination"])
+	}
+	return recs, pag
+}
+
+// mustError checks a version 1 error envelope: status, code, a message, a
+// details array and the request id of the response.
+func (r *reply) mustError(tb testing.TB, status int, code resourceapi.Code) []map[string]any {
+	tb.Helper()
+	r.mustStatus(tb, status)
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		tb.Errorf("Content-Type = %q, want application/json", ct)
+	}
+	obj := r.object(tb)
+	e, ok := obj["error"].(map[string]any)
+	if !ok || len(obj) != 1 {
+		tb.Fatalf("body = %s, want {\"error\": {...}}", r.text(tb))
+	}
+	if got := e["code"]; got != string(code) {
+		tb.Errorf("error.code = %v, want %s; body: %s", got, code, r.text(tb))
+	}
+	if msg, _ := e["message"].(string); msg == "" {
+		tb.Errorf("error.message = %v, want a message", e["message"])
+	}
+	if got, want := e["request_id"], r.Header.Get("X-Request-ID"); got != want || want == "" {
+		tb.Errorf("error.request_id = %v, want the X-Request-ID %q", got, want)
+	}
+	details, ok := e["details"].([]any)
+	if !ok {
+		tb.Fatalf("error.details = %v, want an array", e["details"])
+	}
+	if len(e) != 4 {
+		tb.Errorf("error has members %v, want code, message, details, request_id", keys(e))
+	}
+	out := make([]map[string]any, len(details))
+	for i, d := range details {
+		out[i] = d.(map[string]any)
+	}
+	return out
+}
+
+// detailFields returns the field of each detail, in order.
+func detailFields(details []map[string]any) []string {
+	var fields []string
+	for _, d := range details {
+		f, _ := d["field"].(string)
+		fields = append(fields, f)
+	}
+	return fields
+}
+
+func keys(m map[string]any) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+// testLogger sends the server's log to the test's, so a failure shows what
+// the server saw.
+func testLogger(tb testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tbWriter{tb}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type tbWriter struct{ tb testing.TB }
+
+func (w tbWriter) Write(p []byte) (int, error) {
+	w.tb.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}

@@ -1,0 +1,103 @@
+package http
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+)
+
+// requestInfo is the state that middleware share with the error writer for
+// one request. It is put in the context once, by requestID, and filled in by
+// the middleware that come after it, so that the chain pays for one context
+// value rather than one per middleware, and so that an outer middleware
+// (recovery) sees what an inner one (version negotiation) decided.
+type requestInfo struct {
+	id      string
+	version int // the API version of an /api request; 0 elsewhere
+
+	// The writers that wrap every response live here, so that they come
+	// with this one allocation instead of one each.
+	status statusWriter
+	route  routeWriter
+}
+
+type infoKey struct{}
+
+// infoFrom returns the request's shared state, or a blank one when the
+// request did not pass through requestID (a handler under test on its own).
+func infoFrom(r *http.Request) *requestInfo {
+	if info, ok := r.Context().Value(infoKey{}).(*requestInfo); ok {
+		return info
+	}
+	return &requestInfo{}
+}
+
+// RequestID returns the id of the request that ctx belongs to, or "" outside
+// a request served by a Server. Packages that log on behalf of a request
+// (graph, oauth) use it to tie their lines to the access log.
+func RequestID(ctx context.Context) string {
+	if info, ok := ctx.Value(infoKey{}).(*requestInfo); ok {
+		return info.id
+	}
+	return ""
+}
+
+// maxRequestIDLen bounds a client-sent X-Request-ID; longer ones are replaced.
+const maxRequestIDLen = 128
+
+// requestID gives every request an id, reusing the client's X-Request-ID when
+// it is safe to echo and log, and puts it in the response before anything
+// else can answer, so that every response carries it.
+func (s *Server) requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// "X-Request-Id" is the canonical spelling: a literal that is
+		// already canonical saves an allocation per lookup.
+		id := r.Header.Get("X-Request-Id")
+		if !validRequestID(id) {
+			id = s.ids.next()
+		}
+		w.Header()["X-Request-Id"] = []string{id}
+		info := &requestInfo{id: id}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), infoKey{}, info)))
+	})
+}
+
+// validRequestID accepts 1 to 128 characters from [A-Za-z0-9._-]: enough for
+// UUIDs and trace ids, and nothing that could forge a log line or a header.
+func validRequestID(id string) bool {
+	if len(id) == 0 || len(id) > maxRequestIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// idGenerator makes request ids unique across processes without a syscall
+// per request: a random prefix drawn once, then a counter.
+type idGenerator struct {
+	prefix string
+	n      atomic.Uint64
+}
+
+func newIDGenerator() *idGenerator {
+	var b [8]byte
+	rand.Read(b[:]) // never fails (crypto/rand panics rather than return an error)
+	return &idGenerator{prefix: hex.EncodeToString(b[:])}
+}
+
+// next returns "<prefix>-<counter in base 36>", e.g. "9f86d081884c7d65-1a".
+func (g *idGenerator) next() string {
+	var buf [32]byte
+	b := append(buf[:0], g.prefix...)
+	b = append(b, '-')
+	b = strconv.AppendUint(b, g.n.Add(1), 36)
+	return string(b)
+}

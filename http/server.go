@@ -1,0 +1,155 @@
+package http
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/resourceapi/resourceapi"
+)
+
+// DefaultMaxBodyBytes bounds request bodies when Config.MaxBodyBytes is 0.
+const DefaultMaxBodyBytes = 1 << 20
+
+// Config is what a Server is made from. Store is required; the rest have
+// defaults.
+type Config struct {
+	Store resourceapi.Store
+	// Hasher hashes secret fields (passwords) before they reach the store.
+	// Without one, a write that carries a secret fails with 500.
+	Hasher resourceapi.PasswordHasher
+	// Logger receives the access log (if enabled) and every error a client
+	// only sees as INTERNAL; nil discards them.
+	Logger *slog.Logger
+	// Vendor names the API in its media types,
+	// application/vnd.<vendor>.v<N>+json; default "example".
+	Vendor string
+	// CORSOrigins are the origins (scheme://host[:port]) whose scripts may
+	// call the API; "*" allows any. None by default.
+	CORSOrigins []string
+	// AccessLog logs one line per request.
+	AccessLog bool
+	// MaxBodyBytes bounds request bodies; default DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+}
+
+// Server is the REST API over one store. Its Handler is safe for concurrent
+// use.
+type Server struct {
+	store       resourceapi.Store
+	hasher      resourceapi.PasswordHasher
+	logger      *slog.Logger
+	vendor      string
+	corsOrigins []string
+	accessLog   bool
+	maxBody     int64
+
+	ids       *idGenerator
+	anonymous *resourceapi.Caller
+	handler   http.Handler
+}
+
+// NewServer returns a Server for cfg. It panics when cfg.Store is nil, which
+// is a wiring error.
+func NewServer(cfg Config) *Server {
+	if cfg.Store == nil {
+		panic("http.NewServer: Config.Store is nil")
+	}
+	s := &Server{
+		store:       cfg.Store,
+		hasher:      cfg.Hasher,
+		logger:      cfg.Logger,
+		vendor:      strings.ToLower(cfg.Vendor),
+		corsOrigins: cfg.CORSOrigins,
+		accessLog:   cfg.AccessLog,
+		maxBody:     cfg.MaxBodyBytes,
+		ids:         newIDGenerator(),
+		anonymous:   newAnonymousAdmin(),
+	}
+	if s.hasher == nil {
+		s.hasher = noHasher{}
+	}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	if s.vendor == "" {
+		s.vendor = "example"
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBodyBytes
+	}
+	s.handler = s.middleware(s.routes())
+	return s
+}
+
+// Handler returns the http.Handler that serves the API, /healthz and /readyz.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// middleware wraps the routes in the chain every request passes through,
+// outermost first:
+//
+//   - requestID, so that everything after it, even a panic, can name the
+//     request;
+//   - logAccess, which sees the final status, the 500 of a panic included;
+//   - recoverPanics, which can then still answer with CORS and API-Version
+//     headers, set before the panic, and in the negotiated error format;
+//   - cors, so that browsers can read error responses too;
+//   - negotiateVersion, before anything that can write an error;
+//   - compress, around everything that writes a body.
+//
+// Authentication (and, later, rate limiting) wrap only the /api routes: see
+// Server.api in routes.go.
+func (s *Server) middleware(h http.Handler) http.Handler {
+	h = s.compress(h)
+	h = s.negotiateVersion(h)
+	h = s.cors(h)
+	h = s.recoverPanics(h)
+	if s.accessLog {
+		h = s.logAccess(h)
+	}
+	return s.requestID(h)
+}
+
+// healthz answers 200 while the process runs, for liveness probes.
+func (s *Server) healthz() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Cache-Control"] = noStore
+		writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
+	})
+}
+
+// readyTimeout bounds the database ping of a readiness probe, so a stuck
+// database fails the probe instead of hanging it.
+const readyTimeout = 2 * time.Second
+
+// readyz answers 200 when the database answers, else 503 UNAVAILABLE, for
+// readiness probes and load balancers.
+func (s *Server) readyz() http.Handler {
+	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+		defer cancel()
+		if err := s.store.Ping(ctx); err != nil {
+			// The client sees only the *Error; the log gets the cause too.
+			return fmt.Errorf("%w: %w", resourceapi.Errorf(resourceapi.CodeUnavailable, "The database is not reachable"), err)
+		}
+		w.Header()["Cache-Control"] = noStore
+		writeJSON(w, http.StatusOK, []byte(`{"status":"ready"}`))
+		return nil
+	})
+}
+
+// noHasher stands in for a missing Config.Hasher: a secret cannot be stored
+// unhashed, so the write fails (and is logged) instead.
+type noHasher struct{}
+
+func (noHasher) Hash(string) (string, error) {
+	return "", errors.New("no password hasher configured")
+}
+
+func (noHasher) Verify(string, string) (bool, error) {
+	return false, errors.New("no password hasher configured")
+}
