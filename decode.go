@@ -110,6 +110,10 @@ func validate(res *Resource, rec Record, mode WriteMode, details []FieldError) e
 			}
 			continue
 		}
+		if why := checkType(f, v); why != "" {
+			bad(f.Name, why)
+			continue
+		}
 		if f.Normalize != nil {
 			v = f.Normalize(v)
 		}
@@ -143,6 +147,32 @@ func validate(res *Resource, rec Record, mode WriteMode, details []FieldError) e
 		return strings.Compare(a.Field, b.Field)
 	})
 	return &Error{Code: CodeValidation, Message: "Request body is not valid", Details: details}
+}
+
+// checkType reports a value whose Go type is not its field's (a caller that
+// built the record by hand), and strings no store can hold.
+func checkType(f *Field, v any) string {
+	ok := false
+	switch f.Type {
+	case TypeInt:
+		_, ok = v.(int64)
+	case TypeString:
+		var s string
+		if s, ok = v.(string); ok && strings.IndexByte(s, 0) >= 0 {
+			return "must not contain NUL characters"
+		}
+	case TypeBool:
+		_, ok = v.(bool)
+	case TypeStrings:
+		var list []string
+		if list, ok = v.([]string); ok && slices.ContainsFunc(list, func(s string) bool { return strings.IndexByte(s, 0) >= 0 }) {
+			return "must not contain NUL characters"
+		}
+	}
+	if !ok {
+		return "must be " + article(f.Type) + f.Type.String()
+	}
+	return ""
 }
 
 // decodeObject parses body as exactly one JSON object.

@@ -19,7 +19,11 @@ const (
 type ListQuery struct {
 	Page  int // 1-based
 	Limit int
-	// Sort is a sortable field of the resource; ties always break by id.
+	// Sort is a sortable field of the resource. Ties break by id in the same
+	// direction, so desc is the exact reverse of asc, and null sorts as the
+	// smallest value (first in asc, last in desc). Strings sort by code
+	// point on SQLite, and by the database's collation on PostgreSQL (the same
+	// order for C and C.UTF-8 databases).
 	Sort string
 	Desc bool
 	// Search is a case-insensitive substring matched against the searchable
@@ -27,6 +31,7 @@ type ListQuery struct {
 	Search  string
 	Filters []FilterValue
 	// Fields lists the fields to show, in declaration order; nil shows all.
+	// Stores ignore it and return whole records; transports select.
 	Fields []string
 }
 

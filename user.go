@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -16,7 +17,7 @@ var Users = NewResource(Resource{
 	Fields: []Field{
 		{Name: "id", Type: TypeInt, ReadOnly: true, Sortable: true},
 		{Name: "name", Type: TypeString, Required: true, Sortable: true, Searchable: true,
-			Normalize: trimSpace, Check: checkLength(1, 100)},
+			Normalize: trimSpace, Check: checkName},
 		{Name: "email", Type: TypeString, Required: true, Unique: true, Sortable: true, Searchable: true,
 			Normalize: trimSpace, Check: checkEmail},
 		{Name: "age", Type: TypeInt, Nullable: true, Sortable: true, Check: checkRange(0, 150)},
@@ -47,6 +48,18 @@ func checkLength(lo, hi int) func(any) string {
 		}
 		return ""
 	}
+}
+
+// checkName accepts 1 to 100 characters with no control characters: a name
+// is shown to people, one line long.
+func checkName(v any) string {
+	if why := checkLength(1, 100)(v); why != "" {
+		return why
+	}
+	if strings.IndexFunc(v.(string), unicode.IsControl) >= 0 {
+		return "must not contain control characters"
+	}
+	return ""
 }
 
 func checkRange(lo, hi int64) func(any) string {
