@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/pressly/goose/v3"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -96,6 +97,12 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		write.Close()
 		return nil, err
 	}
+	// Read before the writer pins the one write connection.
+	ftsStmts, err := ftsSync(ctx, write)
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
 
 	read, err := sql.Open("sqlite", dsn(path, sync, true))
 	if err != nil {
@@ -121,7 +128,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.closeDBs()
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
-	db.writer = newGroupWriter(wc)
+	db.writer = newGroupWriter(wc, ftsStmts)
 
 	cache := opts.CacheRecords
 	if cache == 0 {
@@ -131,6 +138,66 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		Reader: db.readers, Writer: db.writer, Dialect: dialect{}, Now: opts.Now, CacheRecords: cache,
 	})
 	return db, nil
+}
+
+// ftsSync returns the statements that bring every full-text index up to date
+// from its pending table: for each <t>_fts_pending (filled by triggers on <t>),
+// drop the index entries of the pending ids, index the current text of those
+// that still exist, and clear the list. Run once per transaction, they make
+// FTS5 write its index once per batch of writes instead of once per row.
+func ftsSync(ctx context.Context, db *sql.DB) ([]string, error) {
+	rows, err := db.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name LIKE '%\_fts\_pending' ESCAPE '\' ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	var tables []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		tables = append(tables, strings.TrimSuffix(name, "_fts_pending"))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var stmts []string
+	for _, t := range tables {
+		cols, err := columnNames(ctx, db, t+"_fts")
+		if err != nil {
+			return nil, err
+		}
+		list := strings.Join(cols, ", ")
+		pending := "(SELECT id FROM " + t + "_fts_pending)"
+		stmts = append(stmts,
+			"DELETE FROM "+t+"_fts WHERE rowid IN "+pending,
+			"INSERT INTO "+t+"_fts (rowid, "+list+") SELECT id, "+list+" FROM "+t+" WHERE id IN "+pending,
+			"DELETE FROM "+t+"_fts_pending",
+		)
+	}
+	return stmts, nil
+}
+
+func columnNames(ctx context.Context, db *sql.DB, table string) ([]string, error) {
+	rows, err := db.QueryContext(ctx, "SELECT name FROM pragma_table_info(?)", table)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var cols []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			return nil, err
+		}
+		cols = append(cols, c)
+	}
+	if len(cols) == 0 {
+		return nil, fmt.Errorf("full-text table %s has no columns", table)
+	}
+	return cols, rows.Err()
 }
 
 // dsn returns the driver's connection string. Writers take the write lock at

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"net/url"
 	"path/filepath"
 	"testing"
 
@@ -34,4 +35,57 @@ func TestStoreWithoutCache(t *testing.T) {
 	storetest.TestStore(t, func(t *testing.T) resourceapi.Store {
 		return mustOpen(t, sqlite.Options{CacheRecords: -1, Sync: sqlite.SyncNormal})
 	})
+}
+
+// TestSearchFollowsWrites checks the full-text index, which the writer brings
+// up to date once per transaction, against every kind of write: after each
+// commit, q finds exactly the current text.
+func TestSearchFollowsWrites(t *testing.T) {
+	ctx := context.Background()
+	db := mustOpen(t, sqlite.Options{CacheRecords: -1})
+	users := resourceapi.Users
+	search := func(q string) int {
+		t.Helper()
+		lq, err := resourceapi.ParseListQuery(users, url.Values{"q": {q}, "status": {"all"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, err := db.List(ctx, users, lq)
+		if err != nil {
+			t.Fatalf("List(q=%s): %v", q, err)
+		}
+		return page.Total
+	}
+	check := func(q string, want int) {
+		t.Helper()
+		if got := search(q); got != want {
+			t.Fatalf("q=%s: total = %d, want %d", q, got, want)
+		}
+	}
+
+	rec, err := db.Create(ctx, users, resourceapi.Record{"name": "Grace Hopper", "email": "grace@navy.mil"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("hopper", 1)
+	if _, err := db.Update(ctx, users, rec.ID(), resourceapi.Record{"name": "Amazing Grace"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	check("hopper", 0)
+	check("amazing", 1)
+	if _, _, err := db.Replace(ctx, users, rec.ID(), resourceapi.Record{"name": "Ada", "email": "ada@example.com"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	check("navy", 0)
+	check("ada@ex", 1)
+	// A failed write in a batch is undone by a savepoint; the index must
+	// follow the rollback too.
+	if _, err := db.Create(ctx, users, resourceapi.Record{"name": "Zebedee", "email": "ADA@example.com"}); resourceapi.ErrorCode(err) != resourceapi.CodeConflict {
+		t.Fatalf("duplicate create: %v, want CONFLICT", err)
+	}
+	check("zebedee", 0)
+	if err := db.Delete(ctx, users, rec.ID(), nil); err != nil {
+		t.Fatal(err)
+	}
+	check("ada", 0)
 }
