@@ -16,7 +16,7 @@ func (s *Server) logAccess(next http.Handler) http.Handler {
 		defer func() {
 			// Deferred so that an aborted response is logged too; its
 			// status is 0 when nothing was sent.
-			s.logger.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			s.accessLog.LogAttrs(r.Context(), slog.LevelInfo, "request",
 				slog.String("request_id", infoFrom(r).id),
 				slog.String("method", r.Method),
 				slog.String("path", r.URL.Path),

@@ -325,7 +325,7 @@ func TestCORS(t *testing.T) {
 
 func TestAccessLog(t *testing.T) {
 	var logs logBuffer
-	c := mustServer(t, mustSQLite(t, nil), func(cfg *rhttp.Config) { cfg.Logger = logs.logger(); cfg.AccessLog = true })
+	c := mustServer(t, mustSQLite(t, nil), func(cfg *rhttp.Config) { cfg.Logger = logs.logger(); cfg.AccessLog = logs.logger() })
 	c.get("/api/users?q=private-search", "X-Request-ID", "log-1")
 	c.post("/api/users", `{"name":"A","email":"a@example.com","password":"hunter2hunter2"}`, "X-Request-ID", "log-2")
 	log := logs.String()

@@ -74,13 +74,19 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		return err
 	}
 
+	var accessLog *slog.Logger
+	if cfg.AccessLog {
+		w := newBufferedWriter(stderr)
+		defer w.Close()
+		accessLog = newLogger(cfg, w)
+	}
 	api := http.NewServer(http.Config{
 		Store:       db,
 		Hasher:      hasher,
 		Logger:      log,
+		AccessLog:   accessLog,
 		Vendor:      cfg.Vendor,
 		CORSOrigins: cfg.CORSOrigins,
-		AccessLog:   cfg.AccessLog,
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
