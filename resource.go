@@ -239,6 +239,18 @@ func (rec Record) ID() int64 {
 	return id
 }
 
+// Clone returns a copy of rec that shares nothing with it.
+func (rec Record) Clone() Record {
+	out := make(Record, len(rec))
+	for k, v := range rec {
+		if list, ok := v.([]string); ok {
+			v = slices.Clone(list)
+		}
+		out[k] = v
+	}
+	return out
+}
+
 // Strings returns the []string value of field name, or nil.
 func (rec Record) Strings(name string) []string {
 	v, _ := rec[name].([]string)

@@ -16,6 +16,9 @@ import (
 // Records passed in must already be decoded and validated (see DecodeRecord and
 // Resource.Validate); the store enforces what only the database can: existence,
 // uniqueness and the invariants that need a consistent view (the last admin).
+// A store does not keep or change the records it is given. The records Get and
+// List return may be shared with other callers (a store may cache them): treat
+// them as read-only, and Clone one to change it.
 type Store interface {
 	// List returns one page of res's records matching q and the total number of
 	// matching records.

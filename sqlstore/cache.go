@@ -2,8 +2,6 @@ package sqlstore
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"sync"
 
@@ -27,8 +25,11 @@ type recordCache struct {
 	gen      uint64
 	max      int
 	entries  map[cacheKey]resourceapi.Record
-	maxPages int
-	pages    map[pageKey]resourceapi.Page
+	// maxPageRecords bounds the records held in cached pages, whatever
+	// their size; pageRecords counts them.
+	maxPageRecords int
+	pageRecords    int
+	pages          map[pageKey]resourceapi.Page
 }
 
 type pageKey struct {
@@ -57,12 +58,12 @@ func newRecordCache(max int) *recordCache {
 	}
 	return &recordCache{
 		max: max, entries: make(map[cacheKey]resourceapi.Record, max),
-		maxPages: max / 16, pages: make(map[pageKey]resourceapi.Page),
+		maxPageRecords: 4 * max, pages: make(map[pageKey]resourceapi.Page),
 	}
 }
 
-// get returns a copy of the cached record, or nil and the generation to pass
-// to put.
+// get returns the cached record, shared and read-only (see resourceapi.Store),
+// or nil and the generation to pass to put.
 func (c *recordCache) get(res *resourceapi.Resource, id int64) (resourceapi.Record, uint64) {
 	if c == nil {
 		return nil, 0
@@ -70,18 +71,15 @@ func (c *recordCache) get(res *resourceapi.Resource, id int64) (resourceapi.Reco
 	c.mu.Lock()
 	rec, gen := c.entries[cacheKey{res, id}], c.gen
 	c.mu.Unlock()
-	if rec == nil {
-		return nil, gen
-	}
-	return clone(rec), gen
+	return rec, gen
 }
 
-// put stores a copy of rec if no write has ended since gen was read.
+// put stores rec, which its readers share from now on, if no write has ended
+// since gen was read.
 func (c *recordCache) put(res *resourceapi.Resource, rec resourceapi.Record, gen uint64) {
 	if c == nil || rec == nil {
 		return
 	}
-	rec = clone(rec)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gen != gen {
@@ -96,8 +94,8 @@ func (c *recordCache) put(res *resourceapi.Resource, rec resourceapi.Record, gen
 	c.entries[cacheKey{res, rec.ID()}] = rec
 }
 
-// getPage returns a copy of the cached page for lq, or false and the
-// generation to pass to putPage.
+// getPage returns the cached page for lq, its records shared and read-only,
+// or false and the generation to pass to putPage.
 func (c *recordCache) getPage(res *resourceapi.Resource, key string) (resourceapi.Page, bool, uint64) {
 	if c == nil {
 		return resourceapi.Page{}, false, 0
@@ -106,37 +104,37 @@ func (c *recordCache) getPage(res *resourceapi.Resource, key string) (resourceap
 	page, ok := c.pages[pageKey{res, key}]
 	gen := c.gen
 	c.mu.Unlock()
-	if !ok {
-		return resourceapi.Page{}, false, gen
-	}
-	out := resourceapi.Page{Total: page.Total, Records: make([]resourceapi.Record, len(page.Records))}
-	for i, rec := range page.Records {
-		out.Records[i] = clone(rec)
-	}
-	return out, true, gen
+	return page, ok, gen
 }
 
-// putPage stores a copy of page if no write has ended since gen was read.
+// putPage stores page, which its readers share from now on, if no write has
+// ended since gen was read.
 func (c *recordCache) putPage(res *resourceapi.Resource, key string, page resourceapi.Page, gen uint64) {
 	if c == nil {
 		return
-	}
-	stored := resourceapi.Page{Total: page.Total, Records: make([]resourceapi.Record, len(page.Records))}
-	for i, rec := range page.Records {
-		stored.Records[i] = clone(rec)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gen != gen {
 		return
 	}
-	if len(c.pages) >= c.maxPages {
-		for k := range c.pages {
-			delete(c.pages, k)
+	k := pageKey{res, key}
+	c.dropPage(k)
+	for k := range c.pages { // evict arbitrary pages until the new one fits
+		if c.pageRecords+len(page.Records) <= c.maxPageRecords {
 			break
 		}
+		c.dropPage(k)
 	}
-	c.pages[pageKey{res, key}] = stored
+	c.pages[k] = page
+	c.pageRecords += len(page.Records)
+}
+
+func (c *recordCache) dropPage(k pageKey) {
+	if old, ok := c.pages[k]; ok {
+		c.pageRecords -= len(old.Records)
+		delete(c.pages, k)
+	}
 }
 
 // invalidate drops record id of res (0: none) and every page of res after a
@@ -151,19 +149,7 @@ func (c *recordCache) invalidate(res *resourceapi.Resource, id int64) {
 	delete(c.entries, cacheKey{res, id})
 	for k := range c.pages {
 		if k.res == res {
-			delete(c.pages, k)
+			c.dropPage(k)
 		}
 	}
-}
-
-// clone copies a record deeply enough that neither the cache nor its callers
-// can change the other's copy.
-func clone(rec resourceapi.Record) resourceapi.Record {
-	out := maps.Clone(rec)
-	for k, v := range out {
-		if list, ok := v.([]string); ok {
-			out[k] = slices.Clone(list)
-		}
-	}
-	return out
 }

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"fmt"
 	"net/url"
 	"testing"
 
@@ -32,23 +33,6 @@ func TestCacheRejectsStalePut(t *testing.T) {
 	}
 }
 
-// TestCacheCopies checks that neither a caller nor the cache can change the
-// other's records.
-func TestCacheCopies(t *testing.T) {
-	c := newRecordCache(16)
-	users := resourceapi.Users
-	_, gen := c.get(users, 1)
-	rec := resourceapi.Record{"id": int64(1), "roles": []string{"user"}}
-	c.put(users, rec, gen)
-	rec.Strings("roles")[0] = "admin"
-	got, _ := c.get(users, 1)
-	got["name"] = "changed"
-	again, _ := c.get(users, 1)
-	if again.Strings("roles")[0] != "user" || again["name"] != nil {
-		t.Fatalf("cached record = %v, want it unchanged by callers", again)
-	}
-}
-
 // TestCacheInvalidatesPagesOfResource checks that a write drops every cached
 // page of its resource.
 func TestCacheInvalidatesPagesOfResource(t *testing.T) {
@@ -68,5 +52,27 @@ func TestCacheInvalidatesPagesOfResource(t *testing.T) {
 	c.invalidate(users, 0)
 	if n := len(c.pages); n != 0 {
 		t.Fatalf("%d pages cached after a write, want 0", n)
+	}
+}
+
+// TestCacheBoundsPageRecords checks that cached pages never hold more records
+// than the budget, however many pages are stored.
+func TestCacheBoundsPageRecords(t *testing.T) {
+	c := newRecordCache(10) // a budget of 40 records
+	users := resourceapi.Users
+	recs := make([]resourceapi.Record, 15)
+	for i := range 20 {
+		_, _, gen := c.getPage(users, fmt.Sprint(i))
+		c.putPage(users, fmt.Sprint(i), resourceapi.Page{Records: recs}, gen)
+		if c.pageRecords > c.maxPageRecords {
+			t.Fatalf("after %d puts, %d records cached, want at most %d", i+1, c.pageRecords, c.maxPageRecords)
+		}
+	}
+	n := 0
+	for _, p := range c.pages {
+		n += len(p.Records)
+	}
+	if n != c.pageRecords {
+		t.Fatalf("pageRecords = %d, but pages hold %d", c.pageRecords, n)
 	}
 }
