@@ -21,10 +21,10 @@ import (
 // stored. Writes drop the record they touch, and every cached page of its
 // resource, after they commit.
 type recordCache struct {
-	mu       sync.Mutex
-	gen      uint64
-	max      int
-	entries  map[cacheKey]resourceapi.Record
+	mu      sync.Mutex
+	gen     uint64
+	max     int
+	entries map[cacheKey]resourceapi.Record
 	// maxPageRecords bounds the records held in cached pages, whatever
 	// their size; pageRecords counts them.
 	maxPageRecords int
