@@ -53,7 +53,7 @@ type Options struct {
 	Readers int
 	// Now is the store's clock; nil is time.Now.
 	Now resourceapi.Clock
-	// CacheRecords bounds the cache of records by id; 0 is 4096 and a
+	// CacheRecords bounds the cache of records by id; 0 is 16384 and a
 	// negative value turns the cache off. The cache is sound because this
 	// process is the only writer (see the package doc).
 	CacheRecords int
@@ -132,7 +132,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 
 	cache := opts.CacheRecords
 	if cache == 0 {
-		cache = 4096
+		cache = 16384
 	}
 	db.Store = sqlstore.New(sqlstore.Config{
 		Reader: db.readers, Writer: db.writer, Dialect: dialect{}, Now: opts.Now, CacheRecords: cache,
