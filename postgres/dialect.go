@@ -39,12 +39,6 @@ func (dialect) Contains(q *sqlstore.Query, column, value string) string {
 	return column + " @> " + q.Arg(b) + "::jsonb"
 }
 
-// Count has no shortcut: PostgreSQL counts an index-only scan fast enough,
-// and a counter row would serialise every insert on its lock.
-func (dialect) Count(*sqlstore.Query, *resourceapi.Resource, resourceapi.ListQuery) string {
-	return ""
-}
-
 // Unique reads the column from the violation's detail:
 // `Key (email_key)=(a@b.c) already exists.`
 func (dialect) Unique(err error) (string, bool) {

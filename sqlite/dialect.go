@@ -101,27 +101,6 @@ func (dialect) InsertedID(context.Context, sqlstore.Execer, *resourceapi.Resourc
 	return nil
 }
 
-// Count reads the row_counts table, which triggers keep per resource and
-// soft-delete state, when the only filter is the soft-delete one: counting
-// rows through an index costs SQLite about 50 ns a row, which a list of a
-// million records would pay on every page.
-func (dialect) Count(q *sqlstore.Query, res *resourceapi.Resource, lq resourceapi.ListQuery) string {
-	if lq.Search != "" {
-		return ""
-	}
-	for _, fv := range lq.Filters {
-		if fv.Filter.Kind != resourceapi.FilterSoftDelete {
-			return ""
-		}
-	}
-	// Placeholders are positional: bind in the order they appear.
-	sql := "SELECT coalesce(sum(n), 0) FROM row_counts WHERE resource = " + q.Arg(res.Name)
-	for _, fv := range lq.Filters {
-		sql += " AND deleted = " + dialect{}.Bool(fv.Value == resourceapi.StatusDeleted)
-	}
-	return sql
-}
-
 // ForUpdate is empty: the single writer serialises all writes.
 func (dialect) ForUpdate() string { return "" }
 
