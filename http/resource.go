@@ -174,15 +174,7 @@ func (h *resourceHandlers) create() http.Handler {
 // that id (201 with Location) when there is none.
 func (h *resourceHandlers) replace() http.Handler {
 	return h.s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		caller, err := h.permit(r, resourceapi.ActionWrite)
-		if err != nil {
-			return err
-		}
-		id, err := h.pathID(r)
-		if err != nil {
-			return err
-		}
-		rec, err := h.decode(w, r, caller, resourceapi.ModeReplace, id)
+		id, rec, err := h.decodeItem(w, r, resourceapi.ModeReplace)
 		if err != nil {
 			return err
 		}
@@ -198,18 +190,25 @@ func (h *resourceHandlers) replace() http.Handler {
 	})
 }
 
+// decodeItem checks that the caller may write, and reads the record's id and
+// the body of a write to it (PUT or PATCH).
+func (h *resourceHandlers) decodeItem(w http.ResponseWriter, r *http.Request, mode resourceapi.WriteMode) (int64, resourceapi.Record, error) {
+	caller, err := h.permit(r, resourceapi.ActionWrite)
+	if err != nil {
+		return 0, nil, err
+	}
+	id, err := h.pathID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	rec, err := h.decode(w, r, caller, mode, id)
+	return id, rec, err
+}
+
 // update serves PATCH on a record: only the fields sent change.
 func (h *resourceHandlers) update() http.Handler {
 	return h.s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		caller, err := h.permit(r, resourceapi.ActionWrite)
-		if err != nil {
-			return err
-		}
-		id, err := h.pathID(r)
-		if err != nil {
-			return err
-		}
-		patch, err := h.decode(w, r, caller, resourceapi.ModePatch, id)
+		id, patch, err := h.decodeItem(w, r, resourceapi.ModePatch)
 		if err != nil {
 			return err
 		}
