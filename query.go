@@ -2,6 +2,7 @@ package resourceapi
 
 import (
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -149,9 +150,13 @@ func ParseListQuery(res *Resource, params url.Values) (ListQuery, error) {
 			}
 			continue
 		}
-		if len(f.Values) > 0 && !contains(f.Values, v) {
-			bad(f.Param, "must be one of "+quotedList(f.Values))
-			continue
+		if len(f.Values) > 0 {
+			i := slices.Index(f.Values, v)
+			if i < 0 {
+				bad(f.Param, "must be one of "+quotedList(f.Values))
+				continue
+			}
+			v = f.Values[i] // the declaration's own string, not the request's
 		}
 		if f.Kind == FilterSoftDelete && v == StatusAll {
 			continue

@@ -23,6 +23,11 @@ CREATE INDEX users_deleted_email      ON users (deleted, email, id);
 CREATE INDEX users_deleted_age        ON users (deleted, age, id);
 CREATE INDEX users_deleted_created_at ON users (deleted, created_at, id);
 CREATE INDEX users_deleted_updated_at ON users (deleted, updated_at, id);
+-- role=<r> and the last-admin count: one partial index per defined role, on
+-- the same expression the store's role condition uses.
+CREATE INDEX users_role_admin  ON users (deleted, id) WHERE instr(roles, '"admin"') > 0;
+CREATE INDEX users_role_editor ON users (deleted, id) WHERE instr(roles, '"editor"') > 0;
+CREATE INDEX users_role_user   ON users (deleted, id) WHERE instr(roles, '"user"') > 0;
 
 -- Record counts per resource and soft-delete state, kept by triggers, so that
 -- the total of an unfiltered list is one row read instead of a scan.
