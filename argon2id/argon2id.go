@@ -18,6 +18,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 
 	"golang.org/x/crypto/argon2"
@@ -52,15 +53,19 @@ var ErrInvalidHash = errors.New("invalid argon2id hash")
 
 // Hasher hashes secrets with Argon2id. Its fields are the parameters of new
 // hashes only; Verify reads the parameters from the hash it is given. A
-// Hasher is safe for concurrent use, but each Hash or Verify allocates Memory
-// KiB, so callers that hash on behalf of clients should bound how many run at
-// once.
+// Hasher is safe for concurrent use. Each Hash or Verify allocates Memory KiB
+// and keeps a core busy, so a Hasher from New runs at most GOMAXPROCS of them
+// at once and queues the rest: a burst of requests with passwords costs
+// latency, not memory (64 at once would otherwise take 1.2 GiB).
 type Hasher struct {
 	Memory  uint32 // KiB
 	Time    uint32 // passes over memory
 	Threads uint8  // lanes; also the number of goroutines used
 	KeyLen  uint32 // bytes of hash output
 	SaltLen uint32 // bytes of random salt
+
+	// slots bounds concurrent computations; nil means no bound.
+	slots chan struct{}
 }
 
 // New returns a Hasher with the OWASP Password Storage Cheat Sheet's first
@@ -68,7 +73,17 @@ type Hasher struct {
 // 32-byte hash. One lane keeps a login to one core; the cost is about 50 ms
 // on the 2-core machines this project runs on.
 func New() *Hasher {
-	return &Hasher{Memory: 19 * 1024, Time: 2, Threads: 1, KeyLen: 32, SaltLen: 16}
+	return &Hasher{Memory: 19 * 1024, Time: 2, Threads: 1, KeyLen: 32, SaltLen: 16,
+		slots: make(chan struct{}, runtime.GOMAXPROCS(0))}
+}
+
+// idKey computes the Argon2id key in one of h's slots.
+func (h *Hasher) idKey(secret, salt []byte, time, memory uint32, threads uint8, keyLen uint32) []byte {
+	if h.slots != nil {
+		h.slots <- struct{}{}
+		defer func() { <-h.slots }()
+	}
+	return argon2.IDKey(secret, salt, time, memory, threads, keyLen)
 }
 
 // Hash returns the PHC string of secret under a fresh random salt. It fails
@@ -82,7 +97,7 @@ func (h *Hasher) Hash(secret string) (string, error) {
 	if _, err := rand.Read(salt); err != nil {
 		return "", fmt.Errorf("argon2id: hash: read salt: %w", err)
 	}
-	key := argon2.IDKey([]byte(secret), salt, h.Time, h.Memory, h.Threads, h.KeyLen)
+	key := h.idKey([]byte(secret), salt, h.Time, h.Memory, h.Threads, h.KeyLen)
 	return h.encode(salt, key), nil
 }
 
@@ -96,7 +111,7 @@ func (h *Hasher) Verify(encoded, secret string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("argon2id: verify: %w", err)
 	}
-	got := argon2.IDKey([]byte(secret), salt, p.Time, p.Memory, p.Threads, p.KeyLen)
+	got := h.idKey([]byte(secret), salt, p.Time, p.Memory, p.Threads, p.KeyLen)
 	return subtle.ConstantTimeCompare(got, key) == 1, nil
 }
 

@@ -2,7 +2,9 @@ package argon2id_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/resourceapi/resourceapi/argon2id"
@@ -48,9 +50,28 @@ func TestNew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := p, *h; got != want {
-		t.Errorf("Parse = %+v, want %+v", got, want)
+	// New's parameters, as a Hasher without New's concurrency bound.
+	want := argon2id.Hasher{Memory: h.Memory, Time: h.Time, Threads: h.Threads, KeyLen: h.KeyLen, SaltLen: h.SaltLen}
+	if p != want {
+		t.Errorf("Parse = %+v, want %+v", p, want)
 	}
+}
+
+// TestNewBoundsConcurrency checks that New's Hasher serves many concurrent
+// calls (they queue for its slots) with every result right.
+func TestNewBoundsConcurrency(t *testing.T) {
+	h := argon2id.New()
+	h.Memory, h.Time = 64, 1 // keep the test cheap; the slots are New's
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			secret := fmt.Sprint("secret-", i)
+			if !mustVerify(t, h, mustHash(t, h, secret), secret) {
+				t.Errorf("Verify(Hash(%q)) = false", secret)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func TestRoundTrip(t *testing.T) {
