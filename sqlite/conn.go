@@ -3,8 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
-	"errors"
 	"fmt"
 
 	"github.com/resourceapi/resourceapi/sqlstore"
@@ -119,7 +117,7 @@ func newReaders(ctx context.Context, db *sql.DB, n int) (*readers, error) {
 }
 
 // Read implements sqlstore.Reader.
-func (r *readers) Read(ctx context.Context, snapshot bool, fn func(context.Context, sqlstore.Querier) error) (err error) {
+func (r *readers) Read(ctx context.Context, fn func(context.Context, sqlstore.Querier) error) error {
 	var c *conn
 	select {
 	case c = <-r.idle:
@@ -127,25 +125,7 @@ func (r *readers) Read(ctx context.Context, snapshot bool, fn func(context.Conte
 		return ctx.Err()
 	}
 	defer func() { r.idle <- c }()
-	if !snapshot {
-		return fn(ctx, c)
-	}
-	// BEGIN and COMMIT run under a context that cannot be cancelled: a
-	// connection must never go back to the pool inside a transaction.
-	bg := context.WithoutCancel(ctx)
-	if err := c.exec(bg, "BEGIN"); err != nil {
-		return err
-	}
-	err = fn(ctx, c)
-	if endErr := c.exec(bg, "COMMIT"); endErr != nil {
-		if rbErr := c.exec(bg, "ROLLBACK"); rbErr != nil {
-			// The connection's state is unknown: better to lose it than to
-			// serve later reads from inside a stale transaction.
-			c.c.Raw(func(any) error { return driver.ErrBadConn })
-		}
-		err = errors.Join(err, endErr)
-	}
-	return err
+	return fn(ctx, c)
 }
 
 func (r *readers) close() {

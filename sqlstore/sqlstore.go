@@ -63,10 +63,10 @@ type Execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-// Reader runs reads. With snapshot set, every statement fn runs sees the
-// same consistent state of the database (a read transaction).
+// Reader runs reads on a connection it holds for fn's duration. Each read of
+// the store is one statement, so it needs no transaction to be consistent.
 type Reader interface {
-	Read(ctx context.Context, snapshot bool, fn func(ctx context.Context, q Querier) error) error
+	Read(ctx context.Context, fn func(ctx context.Context, q Querier) error) error
 }
 
 // Writer runs fn in a write transaction and commits it. It returns fn's error
@@ -79,24 +79,12 @@ type Writer interface {
 }
 
 // DB is the Reader and Writer of a server database reached through a
-// database/sql pool: one transaction per write, and reads that need a
-// snapshot in a read-only transaction.
+// database/sql pool: reads on the pool, one transaction per write.
 type DB struct{ *sql.DB }
 
 // Read implements Reader.
-func (db DB) Read(ctx context.Context, snapshot bool, fn func(ctx context.Context, q Querier) error) error {
-	if !snapshot {
-		return fn(ctx, db.DB)
-	}
-	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer tx.Rollback()
-	if err := fn(ctx, tx); err != nil {
-		return err
-	}
-	return tx.Commit()
+func (db DB) Read(ctx context.Context, fn func(ctx context.Context, q Querier) error) error {
+	return fn(ctx, db.DB)
 }
 
 // Write implements Writer. The caller's context can end the write up to the
@@ -160,7 +148,7 @@ func New(cfg Config) *Store {
 
 // Ping implements resourceapi.Store.
 func (s *Store) Ping(ctx context.Context) error {
-	err := s.reader.Read(ctx, false, func(ctx context.Context, q Querier) error {
+	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
 		var one int
 		return q.QueryRowContext(ctx, "SELECT 1").Scan(&one)
 	})
@@ -177,8 +165,9 @@ func (s *Store) List(ctx context.Context, res *resourceapi.Resource, lq resource
 	if ok {
 		return page, nil
 	}
-	// One read transaction, so that the total and the page agree.
-	err := s.reader.Read(ctx, true, func(ctx context.Context, tx Querier) error {
+	// One statement reads the page and its total, so they always agree
+	// without a transaction's round trips.
+	err := s.reader.Read(ctx, func(ctx context.Context, tx Querier) error {
 		var err error
 		page, err = s.list(ctx, tx, res, lq)
 		return err
@@ -193,36 +182,20 @@ func (s *Store) List(ctx context.Context, res *resourceapi.Resource, lq resource
 func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource, lq resourceapi.ListQuery) (resourceapi.Page, error) {
 	page := resourceapi.Page{Records: []resourceapi.Record{}}
 	cols := readColumns(res)
-	// Three ways to the total. Without q, filtered by soft-delete state alone,
-	// it is read from row_counts, which triggers keep in every schema:
-	// counting rows costs about 50 ns a row on SQLite, and PostgreSQL's index
-	// count visits the table until it is vacuumed. With q, the page query
-	// counts its matches itself with a window function, so the index search
-	// runs once. Otherwise, a count query.
-	window := lq.Search != ""
-	if !window {
-		count := s.newQuery()
-		if keptCount(lq) {
-			count.WriteString("SELECT coalesce(sum(n), 0) FROM row_counts WHERE resource = " + count.Arg(res.Name))
-			for _, fv := range lq.Filters {
-				count.WriteString(" AND deleted = " + s.dialect.Bool(fv.Value == resourceapi.StatusDeleted))
-			}
-		} else {
-			count.WriteString("SELECT count(*) FROM " + res.Name)
-			count.where(res, lq)
-		}
-		if err := tx.QueryRowContext(ctx, count.String(), count.args...).Scan(&page.Total); err != nil {
-			return page, fmt.Errorf("count: %w", err)
-		}
-		if lq.Offset() >= page.Total {
-			return page, nil
-		}
-	}
-
 	q := s.newQuery()
-	q.WriteString("SELECT " + cols.list)
-	if window {
-		q.WriteString(", count(*) OVER ()")
+	q.WriteString("SELECT " + cols.list + ", ")
+	// The total comes with every row. With q, a window function counts the
+	// matches, so the index search runs once. Otherwise a subquery, which
+	// both databases run once per statement: without filters but the
+	// soft-delete state it reads row_counts, which triggers keep in every
+	// schema (counting rows costs SQLite about 50 ns a row, and PostgreSQL's
+	// count visits the table until it is vacuumed).
+	if lq.Search != "" {
+		q.WriteString("count(*) OVER ()")
+	} else {
+		q.WriteString("(")
+		s.count(q, res, lq)
+		q.WriteString(")")
 	}
 	q.WriteString(" FROM " + res.Name)
 	q.where(res, lq)
@@ -255,11 +228,7 @@ func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource,
 	defer rows.Close()
 	page.Records = make([]resourceapi.Record, 0, lq.Limit)
 	for rows.Next() {
-		var total *int
-		if window {
-			total = &page.Total
-		}
-		rec, err := cols.scan(rows, total)
+		rec, err := cols.scan(rows, &page.Total)
 		if err != nil {
 			return page, err
 		}
@@ -268,16 +237,28 @@ func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource,
 	if err := rows.Err(); err != nil {
 		return page, err
 	}
-	if window && len(page.Records) == 0 && lq.Offset() > 0 {
-		// Past the last page the window has no row to report the total on.
+	if len(page.Records) == 0 && lq.Offset() > 0 {
+		// Past the last page there is no row to carry the total.
 		count := s.newQuery()
-		count.WriteString("SELECT count(*) FROM " + res.Name)
-		count.where(res, lq)
+		s.count(count, res, lq)
 		if err := tx.QueryRowContext(ctx, count.String(), count.args...).Scan(&page.Total); err != nil {
 			return page, fmt.Errorf("count: %w", err)
 		}
 	}
 	return page, nil
+}
+
+// count appends a query for the number of records matching lq.
+func (s *Store) count(q *Query, res *resourceapi.Resource, lq resourceapi.ListQuery) {
+	if !keptCount(lq) {
+		q.WriteString("SELECT count(*) FROM " + res.Name)
+		q.where(res, lq)
+		return
+	}
+	q.WriteString("SELECT coalesce(sum(n), 0) FROM row_counts WHERE resource = " + q.Arg(res.Name))
+	for _, fv := range lq.Filters {
+		q.WriteString(" AND deleted = " + s.dialect.Bool(fv.Value == resourceapi.StatusDeleted))
+	}
 }
 
 // keptCount reports whether row_counts holds the total of lq: no search and
@@ -300,7 +281,7 @@ func (s *Store) Get(ctx context.Context, res *resourceapi.Resource, id int64) (r
 	if rec != nil {
 		return rec, nil
 	}
-	err := s.reader.Read(ctx, false, func(ctx context.Context, q Querier) error {
+	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
 		var err error
 		rec, err = s.get(ctx, q, res, id, "")
 		return err
