@@ -14,6 +14,7 @@ type config struct {
 	Addr            string        // RESOURCEAPI_ADDR
 	DatabaseURL     string        // RESOURCEAPI_DATABASE_URL: postgres://... or a SQLite path
 	SQLiteSync      string        // RESOURCEAPI_SQLITE_SYNC: full or normal
+	SQLiteCache     int           // RESOURCEAPI_SQLITE_CACHE: records cached by id; 0 turns the cache off
 	AdminEmail      string        // RESOURCEAPI_ADMIN_EMAIL
 	AdminPassword   string        // RESOURCEAPI_ADMIN_PASSWORD
 	Vendor          string        // RESOURCEAPI_API_VENDOR
@@ -33,6 +34,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		Addr:            ":8080",
 		DatabaseURL:     defaultSQLitePath,
 		SQLiteSync:      "full",
+		SQLiteCache:     16384,
 		AdminEmail:      "admin@localhost",
 		Vendor:          "example",
 		LogFormat:       "text",
@@ -58,6 +60,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 		default:
 			errs = append(errs, "RESOURCEAPI_SQLITE_SYNC must be full or normal")
 		}
+	}
+	if v := getenv("RESOURCEAPI_SQLITE_CACHE"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			errs = append(errs, "RESOURCEAPI_SQLITE_CACHE must be a number of records, 0 or more")
+		}
+		cfg.SQLiteCache = n
 	}
 	if v := getenv("RESOURCEAPI_CORS_ORIGINS"); v != "" {
 		for o := range strings.SplitSeq(v, ",") {

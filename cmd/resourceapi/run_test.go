@@ -36,6 +36,7 @@ func (s *syncBuffer) String() string {
 func TestConfigErrors(t *testing.T) {
 	for name, kv := range map[string]map[string]string{
 		"sync":     {"RESOURCEAPI_SQLITE_SYNC": "sometimes"},
+		"cache":    {"RESOURCEAPI_SQLITE_CACHE": "-5"},
 		"level":    {"RESOURCEAPI_LOG_LEVEL": "loud"},
 		"format":   {"RESOURCEAPI_LOG_FORMAT": "xml"},
 		"access":   {"RESOURCEAPI_ACCESS_LOG": "perhaps"},

@@ -40,7 +40,11 @@ func openStore(ctx context.Context, cfg config) (store, error) {
 	if cfg.SQLiteSync == "normal" {
 		sync = sqlite.SyncNormal
 	}
-	return sqlite.Open(ctx, cfg.sqlitePath(), sqlite.Options{Sync: sync})
+	cache := cfg.SQLiteCache
+	if cache == 0 {
+		cache = -1 // sqlite.Options: negative turns the cache off
+	}
+	return sqlite.Open(ctx, cfg.sqlitePath(), sqlite.Options{Sync: sync, CacheRecords: cache})
 }
 
 func migrate(ctx context.Context, cfg config, stderr io.Writer) error {
