@@ -22,8 +22,8 @@ type Config struct {
 	// Hasher hashes secret fields (passwords) before they reach the store.
 	// Without one, a write that carries a secret fails with 500.
 	Hasher resourceapi.PasswordHasher
-	// Logger receives the access log (if enabled) and every error a client
-	// only sees as INTERNAL; nil discards them.
+	// Logger receives every error a client only sees as INTERNAL, with its
+	// cause; nil discards them.
 	Logger *slog.Logger
 	// Vendor names the API in its media types,
 	// application/vnd.<vendor>.v<N>+json; default "example".
