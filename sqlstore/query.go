@@ -66,4 +66,3 @@ func LikePattern(s string) string {
 }
 
 func join(parts []string) string { return strings.Join(parts, ", ") }
-
