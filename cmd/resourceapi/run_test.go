@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -108,12 +109,23 @@ func TestServeBootstrapAndShutdown(t *testing.T) {
 		}
 		return errOut.String()
 	}
+	before := runtime.NumGoroutine()
 	first := start()
 	if !strings.Contains(first, "password: ") || !strings.Contains(first, "admin@localhost") {
 		t.Fatalf("first start did not print the admin's password:\n%s", first)
 	}
 	if second := start(); strings.Contains(second, "password") {
 		t.Fatalf("second start printed a password again:\n%s", second)
+	}
+	// Everything serve started (listener, database writer, log flusher,
+	// connections) must be gone once it has returned. Goroutines end
+	// asynchronously, so give them a bounded number of chances.
+	for i := 0; runtime.NumGoroutine() > before; i++ {
+		if i == 500 {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines after shutdown, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
