@@ -4,13 +4,13 @@
 // The file runs in WAL mode. Reads go through a pool of read-only connections;
 // every write goes through one writer connection, which groups the writes that
 // arrive while it is busy into one transaction and one fsync (group commit),
-// each write inside its own savepoint so that it stays atomic on its own. So
-// writers never see "database is locked", and an acknowledged write is on disk.
+// undoing a failed write alone with savepoints. So writers never see
+// "database is locked", and an acknowledged write is on disk.
 //
-// A SQLite file is served by one process: the store caches records by id and
-// keeps counts in tables its triggers maintain, and the cache assumes no other
-// process writes the file while the server runs. Several instances need
-// PostgreSQL.
+// A SQLite file is served by one process: the store caches records and list
+// pages, and the cache assumes no other process writes the file while the
+// server runs. Open takes a lock on <file>.lock to make sure of it. Several
+// instances need PostgreSQL.
 package sqlite
 
 import (
@@ -62,6 +62,7 @@ type Options struct {
 // DB is a SQLite database. It implements resourceapi.Store.
 type DB struct {
 	*sqlstore.Store
+	lock    *os.File
 	read    *sql.DB
 	write   *sql.DB
 	readers *readers
@@ -76,6 +77,22 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 			return nil, fmt.Errorf("open sqlite: %w", err)
 		}
 	}
+	lock, err := lockFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	db, err := open(ctx, path, opts)
+	if err != nil {
+		if lock != nil {
+			lock.Close()
+		}
+		return nil, err
+	}
+	db.lock = lock
+	return db, nil
+}
+
+func open(ctx context.Context, path string, opts Options) (*DB, error) {
 	sync := opts.Sync
 	if sync == "" {
 		sync = SyncFull
@@ -246,7 +263,11 @@ func migrate(ctx context.Context, db *sql.DB) error {
 func (db *DB) Close() error {
 	db.writer.close()
 	db.readers.close()
-	return errors.Join(db.writer.conn.close(), db.closeDBs())
+	err := errors.Join(db.writer.conn.close(), db.closeDBs())
+	if db.lock != nil {
+		err = errors.Join(err, db.lock.Close())
+	}
+	return err
 }
 
 func (db *DB) closeDBs() error {

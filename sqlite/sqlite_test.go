@@ -89,3 +89,27 @@ func TestSearchFollowsWrites(t *testing.T) {
 	}
 	check("ada", 0)
 }
+
+// TestOneProcessPerFile checks that a second store on a file that is in use
+// fails to open (the cache assumes one writer), and that closing the first
+// frees the file.
+func TestOneProcessPerFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "one.db")
+	ctx := context.Background()
+	first, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second, err := sqlite.Open(ctx, path, sqlite.Options{}); err == nil {
+		second.Close()
+		t.Fatal("second Open of a file in use succeeded, want an error")
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatalf("Open after Close: %v", err)
+	}
+	again.Close()
+}
