@@ -229,6 +229,11 @@ func (r *Resource) Filter(param string) *Filter {
 	return nil
 }
 
+// MaxID is the largest record id: 2^53-1, the largest integer that every JSON
+// client (JavaScript's numbers) holds exactly. Stores never assign a larger
+// one, and transports accept none.
+const MaxID = 1<<53 - 1
+
 // Record is one resource instance: field name to value (int64, string, bool,
 // time.Time, []string, or nil for null).
 type Record map[string]any

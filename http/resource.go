@@ -54,12 +54,8 @@ func (h *resourceHandlers) permit(r *http.Request, action resourceapi.Action) (*
 	return caller, nil
 }
 
-// maxID is the largest id the API accepts: 2^53-1, the largest integer that
-// every JSON client (JavaScript's numbers) holds exactly.
-const maxID = 1<<53 - 1
-
 // pathID reads {id}: the canonical decimal form (no sign, no leading zeros)
-// of an integer from 1 to maxID. Anything else cannot name a record, so it is
+// of an integer from 1 to resourceapi.MaxID. Anything else cannot name a record, so it is
 // 404 like an id that names none, not 400: /users/abc is a URL of nothing,
 // just as /users/0 is.
 func (h *resourceHandlers) pathID(r *http.Request) (int64, error) {
@@ -73,7 +69,7 @@ func (h *resourceHandlers) pathID(r *http.Request) (int64, error) {
 		}
 	}
 	id, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || id > maxID {
+	if err != nil || id > resourceapi.MaxID {
 		return 0, h.notFound
 	}
 	return id, nil

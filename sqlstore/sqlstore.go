@@ -476,6 +476,12 @@ func (s *Store) insert(ctx context.Context, tx Querier, res *resourceapi.Resourc
 	if err != nil {
 		return nil, s.writeError(res, err)
 	}
+	if out.ID() > resourceapi.MaxID {
+		// Only after a PUT created an id near the limit: the sequence goes on
+		// from the largest id. Failing undoes the insert.
+		return nil, resourceapi.Errorf(resourceapi.CodeUnprocessable,
+			"No %s id is left: the ids that remain are above %d, which JSON clients cannot hold exactly", res.Singular, resourceapi.MaxID)
+	}
 	if id != 0 {
 		if err := s.dialect.InsertedID(ctx, tx, res, id); err != nil {
 			return nil, fmt.Errorf("sequence: %w", err)

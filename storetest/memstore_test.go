@@ -98,6 +98,9 @@ func (s *memStore) Create(ctx context.Context, res *resourceapi.Resource, rec re
 	if s.bugs["reuse-ids"] {
 		id = int64(len(s.rows)) + 1
 	}
+	if id > resourceapi.MaxID {
+		return nil, resourceapi.Errorf(resourceapi.CodeUnprocessable, "no id left")
+	}
 	out, err := s.insert(res, id, rec)
 	if err == nil && s.bugs["late-cancel"] {
 		// Like a store that stops waiting for a commit that still happens.

@@ -94,6 +94,7 @@ func TestStore(t *testing.T, open func(t *testing.T) resourceapi.Store) {
 		{"Atomicity", testAtomicity},
 		{"Concurrency", testConcurrency},
 		{"Context", testContext},
+		{"MaxID", testMaxID},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, opened) })

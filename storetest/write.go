@@ -565,3 +565,23 @@ func testCondition(t *testing.T, open opener) {
 		})
 	}
 }
+
+// testMaxID checks that once Replace has created resourceapi.MaxID, the
+// largest id a JSON client holds exactly, Create fails with
+// CodeUnprocessable and writes nothing, instead of assigning an id no URL can
+// name.
+func testMaxID(t *testing.T, open func(t *testing.T) resourceapi.Store) {
+	s := open(t)
+	in := mustValid(t, user("Last", "last@example.com"), resourceapi.ModeReplace)
+	if _, _, err := s.Replace(timeout(t), users, resourceapi.MaxID, in, nil); err != nil {
+		t.Fatalf("Replace(MaxID) error = %v", err)
+	}
+	next := mustValid(t, user("Next", "next@example.com"), resourceapi.ModeCreate)
+	_, err := s.Create(timeout(t), users, next)
+	if got := resourceapi.ErrorCode(err); got != resourceapi.CodeUnprocessable {
+		t.Fatalf("Create after MaxID error = %v (%s), want %s", err, got, resourceapi.CodeUnprocessable)
+	}
+	if got := mustList(t, s, "status", "all").Total; got != 1 {
+		t.Fatalf("%d users after the failed Create, want 1", got)
+	}
+}
