@@ -3,6 +3,7 @@ package resourceapi
 import (
 	"context"
 	"slices"
+	"strings"
 )
 
 // Action is what a permission allows on a resource.
@@ -15,12 +16,24 @@ const (
 	ActionDelete Action = "delete"
 )
 
+// Actions lists every action, in the order permissions are shown.
+var Actions = []Action{ActionRead, ActionWrite, ActionDelete}
+
 // Permission is "<resource>:<action>", such as "articles:write".
 type Permission string
 
 // PermissionFor returns the permission for action on the named resource.
 func PermissionFor(resource string, action Action) Permission {
 	return Permission(resource + ":" + string(action))
+}
+
+// Valid reports whether p names a declared resource and an action, either of
+// which may be the wildcard "*" ("*:read" reads everything, "*:*" is
+// everything).
+func (p Permission) Valid() bool {
+	res, act, ok := strings.Cut(string(p), ":")
+	return ok && (res == "*" || slices.Contains(ResourceNames(), res)) &&
+		(act == "*" || slices.Contains(Actions, Action(act)))
 }
 
 // Roles.
@@ -30,59 +43,58 @@ const (
 	RoleAdmin  = "admin"
 )
 
-// Resources names every resource that permissions speak of.
-var Resources = []string{"users", "posts", "products", "reviews", "orders", "articles", "comments"}
-
-var userPermissions = []Permission{
-	"users:read", "posts:read", "posts:write", "articles:read", "comments:read",
-	"comments:write", "products:read", "reviews:read", "reviews:write", "orders:read",
-}
-
-var rolePermissions = map[string][]Permission{
-	RoleUser: userPermissions,
-	RoleEditor: append(slices.Clone(userPermissions),
-		"articles:write", "articles:delete", "comments:delete", "posts:delete", "products:write"),
-	RoleAdmin: allPermissions(),
-}
-
-func allPermissions() []Permission {
-	var all []Permission
-	for _, r := range Resources {
-		for _, a := range []Action{ActionRead, ActionWrite, ActionDelete} {
-			all = append(all, PermissionFor(r, a))
-		}
-	}
-	return all
-}
-
 // RoleNames returns the defined roles, sorted.
 func RoleNames() []string { return []string{RoleAdmin, RoleEditor, RoleUser} }
 
-// RolePermissions returns the permissions a role grants.
-func RolePermissions(role string) []Permission { return slices.Clone(rolePermissions[role]) }
+// DefaultRoles returns the permissions each role grants when the database is
+// created. The database keeps them (the roles table), and authentication
+// reads them from there; this is the seed, and what tests expect.
+func DefaultRoles() map[string][]Permission {
+	user := []Permission{
+		"users:read", "posts:read", "posts:write", "articles:read", "comments:read",
+		"comments:write", "products:read", "reviews:read", "reviews:write", "orders:read",
+	}
+	editor := append(slices.Clone(user),
+		"articles:write", "articles:delete", "comments:delete", "posts:delete", "products:write")
+	return map[string][]Permission{RoleUser: user, RoleEditor: editor, RoleAdmin: {"*:*"}}
+}
 
-// Caller is who is making a request: resolved once per request by the
-// transport's authentication and asked for permissions by handlers.
+// Caller is who is making a request: resolved once per request by
+// authentication and passed to the rule layer (Service) with every call.
+// A Caller is read-only once made.
 type Caller struct {
-	// UserID is the user the caller acts as; 0 for a caller that is not a
-	// user.
-	UserID      int64
+	// UserID is the user the caller acts as; 0 for the service itself (the
+	// command line), which acts as an admin of no user.
+	UserID int64
+	// Name is the user's name, for tokens issued to the caller.
+	Name        string
 	Roles       []string
 	Permissions map[Permission]bool
 }
 
-// Can reports whether the caller holds permission p.
-func (c *Caller) Can(p Permission) bool { return c != nil && c.Permissions[p] }
+// Can reports whether the caller holds permission p, itself or through a
+// wildcard ("orders:*", "*:read", "*:*").
+func (c *Caller) Can(p Permission) bool {
+	if c == nil {
+		return false
+	}
+	if c.Permissions[p] || c.Permissions["*:*"] {
+		return true
+	}
+	res, act, _ := strings.Cut(string(p), ":")
+	return c.Permissions[Permission(res+":*")] || c.Permissions[Permission("*:"+act)]
+}
 
 // IsAdmin reports whether the caller has the admin role.
 func (c *Caller) IsAdmin() bool { return c != nil && slices.Contains(c.Roles, RoleAdmin) }
 
-// NewCaller returns a caller acting as userID with the permissions of roles
-// plus those granted directly.
-func NewCaller(userID int64, roles []string, granted ...Permission) *Caller {
-	c := &Caller{UserID: userID, Roles: slices.Clone(roles), Permissions: make(map[Permission]bool)}
+// NewCaller returns a caller acting as user userID with the permissions that
+// roles grant (looked up in rolePerms, the roles as the database defines
+// them) plus those granted to the user directly.
+func NewCaller(userID int64, name string, roles []string, rolePerms map[string][]Permission, granted ...Permission) *Caller {
+	c := &Caller{UserID: userID, Name: name, Roles: slices.Clone(roles), Permissions: make(map[Permission]bool)}
 	for _, r := range roles {
-		for _, p := range rolePermissions[r] {
+		for _, p := range rolePerms[r] {
 			c.Permissions[p] = true
 		}
 	}
@@ -90,6 +102,13 @@ func NewCaller(userID int64, roles []string, granted ...Permission) *Caller {
 		c.Permissions[p] = true
 	}
 	return c
+}
+
+// SystemCaller is the caller of the command line and of the server's own
+// start-up work (the first admin): an admin with every permission, acting as
+// no user, so records it creates must name their owner.
+func SystemCaller() *Caller {
+	return NewCaller(0, "", []string{RoleAdmin}, DefaultRoles())
 }
 
 type callerKey struct{}
@@ -111,21 +130,4 @@ func CallerFrom(ctx context.Context) *Caller {
 type PasswordHasher interface {
 	Hash(secret string) (string, error)
 	Verify(encoded, secret string) (bool, error)
-}
-
-// HashSecrets replaces every non-null secret field of rec with its hash, so
-// that no store ever sees a plain secret.
-func HashSecrets(res *Resource, rec Record, h PasswordHasher) error {
-	for _, f := range res.Fields {
-		v, ok := rec[f.Name].(string)
-		if !f.Secret || !ok {
-			continue
-		}
-		hash, err := h.Hash(v)
-		if err != nil {
-			return err
-		}
-		rec[f.Name] = hash
-	}
-	return nil
 }

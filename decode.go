@@ -26,43 +26,47 @@ const (
 	ModePatch
 )
 
-// DecodeRecord decodes a JSON request body into a record of res for a write of
-// the given mode, and validates it (see Validate). pathID is the id in the
-// request path for ModeReplace (a body id that differs is refused) and ignored
-// otherwise.
+// DecodeRecord decodes a JSON request body into a record of res. It only
+// translates: the rule layer (Service) validates the record, and reports in
+// one CodeValidation error, with a detail per field, both the values that
+// could not be decoded here (unknown fields, wrong JSON types) and the
+// constraints that decoded values break. pathID, when not 0, is the id in the
+// path of a PUT: a body id that differs is refused. Other read-only fields are
+// ignored.
 //
-// Malformed JSON, or JSON that is not an object, returns CodeBadRequest. Unknown
-// fields, wrong types and failed constraints return one CodeValidation error
-// with a detail per bad field. Read-only fields are ignored.
-func DecodeRecord(res *Resource, body []byte, mode WriteMode, pathID int64) (Record, error) {
+// Malformed JSON, or JSON that is not an object, returns CodeBadRequest.
+func DecodeRecord(res *Resource, body []byte, pathID int64) (Record, error) {
 	raw, err := decodeObject(body)
 	if err != nil {
 		return nil, err
 	}
 	rec := make(Record, len(raw))
-	var details []FieldError
 	for name, msg := range raw {
 		f := res.Field(name)
 		switch {
 		case f == nil:
-			details = append(details, FieldError{Field: name, Message: "is not a field of " + res.Singular})
-		case f.ReadOnly:
-			if name == "id" && mode == ModeReplace {
+			rec[name] = invalidValue{"is not a field of " + res.Singular}
+		case f.ReadOnly || f.Generate != nil:
+			if name == "id" && pathID != 0 {
 				if id, ok := decodeInt(msg); !ok || id != pathID {
-					details = append(details, FieldError{Field: "id", Message: "does not match the id in the path"})
+					rec[name] = invalidValue{"does not match the id in the path"}
 				}
 			}
 		default:
 			v, why := decodeValue(f, msg)
 			if why != "" {
-				details = append(details, FieldError{Field: name, Message: why})
+				rec[name] = invalidValue{why}
 				continue
 			}
 			rec[name] = v
 		}
 	}
-	return rec, validate(res, rec, mode, details)
+	return rec, nil
 }
+
+// invalidValue stands, in a decoded record, for a value that could not be
+// decoded, with the reason; Validate reports it.
+type invalidValue struct{ why string }
 
 // Validate checks and normalizes, in place, a record of res about to be
 // written in the given mode: required fields, nulls, and each field's
@@ -71,24 +75,27 @@ func DecodeRecord(res *Resource, body []byte, mode WriteMode, pathID int64) (Rec
 // store's to apply when it inserts. Values must already have their field's Go
 // type. Every bad field gives one detail of a CodeValidation error.
 func Validate(res *Resource, rec Record, mode WriteMode) error {
-	return validate(res, rec, mode, nil)
-}
-
-func validate(res *Resource, rec Record, mode WriteMode, details []FieldError) error {
+	var details []FieldError
 	bad := func(field, msg string) { details = append(details, FieldError{Field: field, Message: msg}) }
-	// A field that failed to decode is absent from rec but already has its
-	// detail; it must not get a second one ("is required").
-	var failed map[string]bool
-	for _, d := range details {
-		if failed == nil {
-			failed = make(map[string]bool, len(details))
+	// Values that failed to decode, and names that are no field, each get
+	// their detail here and no other (not "is required").
+	for name, v := range rec {
+		if inv, ok := v.(invalidValue); ok {
+			bad(name, inv.why)
+			delete(rec, name)
+		} else if res.Field(name) == nil {
+			bad(name, "is not a field of "+res.Singular)
+			delete(rec, name)
 		}
+	}
+	failed := make(map[string]bool, len(details))
+	for _, d := range details {
 		failed[d.Field] = true
 	}
 	for i := range res.Fields {
 		f := &res.Fields[i]
 		v, present := rec[f.Name]
-		if f.ReadOnly {
+		if f.ReadOnly || f.Generate != nil {
 			delete(rec, f.Name)
 			continue
 		}
@@ -124,6 +131,9 @@ func validate(res *Resource, rec Record, mode WriteMode, details []FieldError) e
 			}
 		}
 		rec[f.Name] = v
+	}
+	if len(details) == 0 && res.Check != nil {
+		details = res.Check(rec, mode)
 	}
 	if len(details) == 0 {
 		return nil

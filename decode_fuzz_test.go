@@ -9,8 +9,9 @@ import (
 	"github.com/resourceapi/resourceapi"
 )
 
-// FuzzDecodeRecord feeds arbitrary bodies to DecodeRecord, as the REST
-// handlers do. It must never panic; it either fails with a BAD_REQUEST or
+// FuzzDecodeRecord feeds arbitrary bodies to DecodeRecord and then Validate,
+// as a REST write does (the handler decodes, the rule layer validates). It
+// must never panic; it either fails with a BAD_REQUEST or
 // VALIDATION_ERROR *Error (one detail per bad field), or returns a record
 // that holds only writable fields of the right Go types and validates again
 // unchanged.
@@ -28,7 +29,13 @@ func FuzzDecodeRecord(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte, m uint8, pathID int64) {
 		mode := resourceapi.WriteMode(m%3) + resourceapi.ModeCreate
-		rec, err := resourceapi.DecodeRecord(resourceapi.Users, body, mode, pathID)
+		if mode != resourceapi.ModeReplace {
+			pathID = 0
+		}
+		rec, err := resourceapi.DecodeRecord(resourceapi.Users, body, pathID)
+		if err == nil {
+			err = resourceapi.Validate(resourceapi.Users, rec, mode)
+		}
 		if err != nil {
 			var e *resourceapi.Error
 			if !errors.As(err, &e) {

@@ -3,6 +3,7 @@ package resourceapi
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Code is a machine-readable error code. Transports map each code to a status
@@ -36,6 +37,9 @@ type Error struct {
 	Code    Code
 	Message string
 	Details []FieldError
+	// RetryAfter, with CodeRateLimited or CodeUnavailable, is how long the
+	// client should wait before trying again.
+	RetryAfter time.Duration
 }
 
 // FieldError says what is wrong with one field of a request.

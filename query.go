@@ -9,16 +9,26 @@ import (
 
 // List paging limits.
 const (
+	// DefaultLimit is the page size when a request names none.
 	DefaultLimit = 20
-	MaxLimit     = 100
+	// MaxLimit is the largest page a request may ask for.
+	MaxLimit = 100
+	// MaxOffset bounds how many records a page may skip: deep offsets cost in
+	// proportion to their depth, and no real client pages that far.
+	MaxOffset = 1_000_000_000
 	// MaxSearchLength bounds q, in bytes.
 	MaxSearchLength = 200
 )
 
-// ListQuery is a validated request for one page of a collection. Every name in
-// it comes from the resource's declaration, never from the request as text.
+// ListQuery is a request for one page of a collection. Every name in it
+// comes from the resource's declaration, never from the request as text.
+// Build one with ParseListQuery (query parameters) or NewListQuery (a
+// transport's own arguments); stores call Check and refuse an invalid query
+// with an error.
 type ListQuery struct {
-	Page  int // 1-based
+	// Offset is how many matching records come before the page.
+	Offset int
+	// Limit is the most records the page holds, 1 to MaxLimit.
 	Limit int
 	// Sort is a sortable field of the resource. Ties break by id in the same
 	// direction, so desc is the exact reverse of asc, and null sorts as the
@@ -36,14 +46,105 @@ type ListQuery struct {
 	Fields []string
 }
 
-// FilterValue is one filter with the value it was given.
+// FilterValue is one filter with the value it was given: for
+// FilterSoftDelete StatusActive or StatusDeleted, for FilterContains a
+// string, for FilterEqual a value of its field's Go type.
 type FilterValue struct {
 	Filter *Filter
-	Value  string
+	Value  any
 }
 
-// Offset returns the number of records before the page.
-func (q ListQuery) Offset() int { return (q.Page - 1) * q.Limit }
+// Page returns the 1-based number of the page, for the pagination
+// envelope: the page of Limit records that holds the first record.
+func (q ListQuery) Page() int {
+	if q.Limit <= 0 {
+		return 1
+	}
+	return q.Offset/q.Limit + 1
+}
+
+// NewListQuery completes q with the defaults (sort by id, DefaultLimit) and
+// checks it against res: the one constructor for transports that build
+// queries from their own arguments (GraphQL), as ParseListQuery is for query
+// parameters.
+func NewListQuery(res *Resource, q ListQuery) (ListQuery, error) {
+	if q.Sort == "" {
+		q.Sort = "id"
+	}
+	if q.Limit == 0 {
+		q.Limit = DefaultLimit
+	}
+	return q, q.Check(res)
+}
+
+// Check reports why q is not a valid query of res, as a CodeValidation error,
+// or nil. Stores call it, so a hand-built query fails with an error instead
+// of reaching SQL.
+func (q ListQuery) Check(res *Resource) error {
+	var details []FieldError
+	bad := func(field, msg string) { details = append(details, FieldError{Field: field, Message: msg}) }
+	if q.Limit < 1 || q.Limit > MaxLimit {
+		bad("limit", "must be between 1 and "+strconv.Itoa(MaxLimit))
+	}
+	if q.Offset < 0 || q.Offset > MaxOffset {
+		bad("offset", "must be between 0 and "+strconv.Itoa(MaxOffset))
+	}
+	if f := res.Field(q.Sort); f == nil || !f.Sortable {
+		bad("sort", "must be one of "+quotedList(res.SortableFields()))
+	}
+	if len(q.Search) > MaxSearchLength || strings.ContainsRune(q.Search, 0) {
+		bad("q", "must be at most "+strconv.Itoa(MaxSearchLength)+" bytes, without NUL")
+	}
+	for _, fv := range q.Filters {
+		if why := fv.check(res); why != "" {
+			name := "filter"
+			if fv.Filter != nil {
+				name = fv.Filter.Param
+			}
+			bad(name, why)
+		}
+	}
+	for _, name := range q.Fields {
+		if !res.Visible(name) {
+			bad("fields", "unknown field "+strconv.Quote(truncateText(name, 64)))
+		}
+	}
+	if len(details) > 0 {
+		return &Error{Code: CodeValidation, Message: "Query parameters are not valid", Details: details}
+	}
+	return nil
+}
+
+// check reports why fv cannot filter res: its filter must be one of res's
+// own (so its field is declared) and its value of the filter's type.
+func (fv FilterValue) check(res *Resource) string {
+	f := fv.Filter
+	if f == nil || !res.hasFilter(f) {
+		return "is not a filter of " + res.Name
+	}
+	switch f.Kind {
+	case FilterSoftDelete:
+		if v, ok := fv.Value.(string); !ok || (v != StatusActive && v != StatusDeleted) {
+			return "must be 'active' or 'deleted'"
+		}
+	case FilterContains:
+		if _, ok := fv.Value.(string); !ok {
+			return "must be a string"
+		}
+	case FilterEqual:
+		if checkType(res.Field(f.Field), fv.Value) != "" {
+			return "must be " + article(res.Field(f.Field).Type) + res.Field(f.Field).Type.String()
+		}
+	}
+	return ""
+}
+
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
 
 // Page is one page of a collection.
 type Page struct {
@@ -65,7 +166,8 @@ func (p Page) Pages(limit int) int {
 // res. Parameters that are not part of the list interface are ignored. Every
 // bad parameter gives one detail of a CodeValidation error.
 func ParseListQuery(res *Resource, params url.Values) (ListQuery, error) {
-	q := ListQuery{Page: 1, Limit: DefaultLimit, Sort: "id"}
+	q := ListQuery{Limit: DefaultLimit, Sort: "id"}
+	page := 1
 	var details []FieldError
 	bad := func(param, msg string) { details = append(details, FieldError{Field: param, Message: msg}) }
 	// one returns the single value of param; a repeated parameter is an error.
@@ -88,10 +190,10 @@ func ParseListQuery(res *Resource, params url.Values) (ListQuery, error) {
 			bad("page", "must be an integer")
 		case n < 1:
 			bad("page", "must be at least 1")
-		case n > 1_000_000_000/MaxLimit:
+		case n > MaxOffset/MaxLimit:
 			bad("page", "is too large")
 		default:
-			q.Page = n
+			page = n
 		}
 	}
 	if v, ok := one("limit"); ok {
@@ -140,6 +242,9 @@ func ParseListQuery(res *Resource, params url.Values) (ListQuery, error) {
 	}
 	for i := range res.Filters {
 		f := &res.Filters[i]
+		if f.Internal {
+			continue
+		}
 		v, ok := one(f.Param)
 		if !ok {
 			v = f.Default
@@ -161,11 +266,20 @@ func ParseListQuery(res *Resource, params url.Values) (ListQuery, error) {
 		if f.Kind == FilterSoftDelete && v == StatusAll {
 			continue
 		}
-		q.Filters = append(q.Filters, FilterValue{Filter: f, Value: v})
+		var value any = v
+		if f.Kind == FilterEqual {
+			var why string
+			if value, why = parseParam(res.Field(f.Field), v); why != "" {
+				bad(f.Param, why)
+				continue
+			}
+		}
+		q.Filters = append(q.Filters, FilterValue{Filter: f, Value: value})
 	}
 	if len(details) > 0 {
 		return ListQuery{}, &Error{Code: CodeValidation, Message: "Query parameters are not valid", Details: details}
 	}
+	q.Offset = (page - 1) * q.Limit
 	return q, nil
 }
 
@@ -223,4 +337,31 @@ func parseFields(res *Resource, v string) ([]string, string) {
 		}
 	}
 	return fields, ""
+}
+
+// parseParam reads a query parameter as a value of field f's type: integers
+// in decimal, booleans as true or false, strings as they are.
+func parseParam(f *Field, v string) (any, string) {
+	switch f.Type {
+	case TypeInt:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, "must be an integer"
+		}
+		return n, ""
+	case TypeBool:
+		switch v {
+		case "true":
+			return true, ""
+		case "false":
+			return false, ""
+		}
+		return nil, "must be true or false"
+	case TypeString:
+		if strings.ContainsRune(v, 0) || len(v) > MaxSearchLength {
+			return nil, "must be at most " + strconv.Itoa(MaxSearchLength) + " bytes, without NUL"
+		}
+		return v, ""
+	}
+	return nil, "cannot be filtered on"
 }

@@ -40,8 +40,11 @@ func FuzzParseListQuery(f *testing.F) {
 			}
 			return
 		}
-		if q.Page < 1 || q.Limit < 1 || q.Limit > resourceapi.MaxLimit || q.Offset() < 0 {
-			t.Fatalf("page %d, limit %d out of range", q.Page, q.Limit)
+		if q.Limit < 1 || q.Limit > resourceapi.MaxLimit || q.Offset < 0 || q.Offset%q.Limit != 0 {
+			t.Fatalf("offset %d, limit %d out of range", q.Offset, q.Limit)
+		}
+		if err := q.Check(resourceapi.Users); err != nil {
+			t.Fatalf("ParseListQuery returned a query that Check refuses: %v", err)
 		}
 		if f := resourceapi.Users.Field(q.Sort); f == nil || !f.Sortable {
 			t.Fatalf("sort %q is not sortable", q.Sort)
@@ -67,7 +70,7 @@ func FuzzParseListQuery(f *testing.F) {
 			if resourceapi.Users.Filter(fv.Filter.Param) != fv.Filter {
 				t.Fatalf("filter %+v is not the declaration's", fv.Filter)
 			}
-			if len(fv.Filter.Values) > 0 && !slices.Contains(fv.Filter.Values, fv.Value) {
+			if v, _ := fv.Value.(string); len(fv.Filter.Values) > 0 && !slices.Contains(fv.Filter.Values, v) {
 				t.Fatalf("filter %s = %q is not an accepted value", fv.Filter.Param, fv.Value)
 			}
 		}

@@ -1,6 +1,7 @@
 package resourceapi
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -48,8 +49,22 @@ type Field struct {
 	// WriteOnly fields are accepted in bodies but never shown, selected, sorted
 	// or searched (password).
 	WriteOnly bool
-	// Secret fields hold a credential that is hashed before it is stored.
-	Secret bool
+	// Secret says how a field that holds a credential is hashed before it is
+	// stored (in the column <name>_hash); the plain value is never stored.
+	Secret SecretKind
+	// Generate makes the service create the value when a record is created
+	// (an API key, a client id), from the validated record; a body's value
+	// is ignored, and "" leaves the field unset. The plain value of a
+	// generated secret is returned once, in the record Create returns, and
+	// never again.
+	Generate func(rec Record) (string, error)
+	// Computed fields are read-only to clients but set by the rule layer
+	// (Resource.Compute or BeforeCreate) before a write, and stored.
+	Computed bool
+	// References names the resource whose record id this field holds. The
+	// database enforces it (a foreign key), and deleting the referenced record
+	// deletes this one with it.
+	References string
 	// Required fields must be present and non-null on create and replace.
 	Required bool
 	// Nullable fields accept null.
@@ -106,6 +121,9 @@ type Filter struct {
 	Values []string
 	// Default applies when the parameter is absent; "" applies no filter.
 	Default string
+	// Internal filters are applied by the rule layer (a caller's own
+	// records), never read from a request.
+	Internal bool
 }
 
 // Resource declares one collection of the REST API: its fields, filters and
@@ -123,6 +141,28 @@ type Resource struct {
 	// Retain, when set, is an invariant that writes may not break: at least one
 	// active record holds a value in a list field (the last admin).
 	Retain *Retain
+	// Access says who may touch the records beyond holding the permission
+	// <Name>:<action>: their owner, and whether the owner alone may.
+	Access Access
+	// Compute, when set, fills the Computed fields of a record about to be
+	// written (after validation, with every field the write will store).
+	Compute func(rec Record)
+	// Parent names the field, with References, that nests the resource
+	// under another in paths: /<parent>/{id}/<name> lists the parent's
+	// records, and a record addressed through another parent is not found.
+	Parent string
+	// Path is the collection's path segment when it differs from Name
+	// (api-keys for the table api_keys).
+	Path string
+	// Check, when set, checks what a record's fields must agree on, after
+	// each field passed its own checks. It sees the fields the write sets
+	// (all of them but Keep fields, except in ModePatch).
+	Check func(rec Record, mode WriteMode) []FieldError
+	// BeforeCreate, when set, runs in the rule layer before a record is
+	// created, after validation and generation, to create what the record
+	// needs (an OAuth client's service user). undo, when not nil, is called
+	// if the record itself is then not created.
+	BeforeCreate func(ctx context.Context, s *Service, rec Record) (undo func(context.Context), err error)
 
 	fields map[string]*Field
 }
@@ -153,8 +193,120 @@ func NewResource(r Resource) *Resource {
 			panic(fmt.Sprintf("resource %s: soft-delete field %q is not a boolean field", r.Name, r.SoftDelete))
 		}
 	}
+	if o := r.Access.Owner; o != "" {
+		if f := r.fields[o]; f == nil || f.Type != TypeInt {
+			panic(fmt.Sprintf("resource %s: owner field %q is not an integer field", r.Name, o))
+		}
+	}
+	if r.Path == "" {
+		r.Path = r.Name
+	}
+	if p := r.Parent; p != "" {
+		if f := r.fields[p]; f == nil || f.References == "" {
+			panic(fmt.Sprintf("resource %s: parent field %q has no References", r.Name, p))
+		}
+	}
+	// Owner and parent fields filter lists: the rule layer narrows lists with
+	// them, and clients may filter on them too (orders?user_id=7), except on
+	// the id itself.
+	for _, name := range []string{r.Access.Owner, r.Parent} {
+		if name == "" || slices.ContainsFunc(r.Filters, func(f Filter) bool { return f.Field == name && f.Kind == FilterEqual }) {
+			continue
+		}
+		flt := Filter{Param: name, Kind: FilterEqual, Field: name}
+		if name == "id" {
+			flt.Param, flt.Internal = "", true
+		}
+		r.Filters = append(r.Filters, flt)
+	}
+	for _, f := range r.Fields {
+		if f.Computed && !f.ReadOnly {
+			panic(fmt.Sprintf("resource %s: computed field %q must be read-only", r.Name, f.Name))
+		}
+		if f.References != "" && f.Type != TypeInt {
+			panic(fmt.Sprintf("resource %s: reference %q is not an integer field", r.Name, f.Name))
+		}
+	}
 	return &r
 }
+
+// SecretKind says how a secret field is hashed.
+type SecretKind int
+
+// Secret kinds.
+const (
+	NotSecret SecretKind = iota
+	// SecretPassword is chosen by a person: hashed slowly, with a salt
+	// (PasswordHasher), and checked against one known record.
+	SecretPassword
+	// SecretToken is generated with at least 128 bits of entropy: hashed
+	// with SHA-256 (HashToken), which is enough for such a secret and lets a
+	// credential be found by its hash.
+	SecretToken
+)
+
+// Op is an operation on a resource, as the rule layer authorizes it.
+type Op int
+
+// Operations.
+const (
+	OpRead Op = iota + 1
+	OpCreate
+	OpReplace
+	OpUpdate
+	OpDelete
+)
+
+// Action returns the permission action an operation needs: read, write or
+// delete.
+func (o Op) Action() Action {
+	switch o {
+	case OpRead:
+		return ActionRead
+	case OpDelete:
+		return ActionDelete
+	}
+	return ActionWrite
+}
+
+func (o Op) String() string {
+	switch o {
+	case OpRead:
+		return "read"
+	case OpCreate:
+		return "create"
+	case OpReplace:
+		return "replace"
+	case OpUpdate:
+		return "update"
+	case OpDelete:
+		return "delete"
+	}
+	return fmt.Sprintf("Op(%d)", int(o))
+}
+
+// Access declares, beyond the <resource>:<action> permission, who may touch
+// a resource's records. Admins may always do what their permissions allow.
+type Access struct {
+	// Owner names the integer field that holds the id of the user a record
+	// belongs to; "id" for users, whose records belong to themselves. On
+	// create, an absent owner is the caller, and only an admin may name
+	// someone else.
+	Owner string
+	// Self lists the operations a record's owner may perform without holding
+	// the permission (a user reads and patches their own record).
+	Self []Op
+	// Private restricts reading records to their owner (and admins): others
+	// get CodeForbidden, and lists show a caller only their own records.
+	Private bool
+	// Guarded restricts changing and deleting records to their owner (and
+	// admins); anyone with the read permission may still read them.
+	Guarded bool
+}
+
+// selfMay reports whether a record's owner may perform op without the
+// permission.
+func (a Access) selfMay(op Op) bool { return slices.Contains(a.Self, op) }
 
 // Retain declares that at least one active (not soft-deleted) record must hold
 // Value in the list field Field. A write that would leave none fails with
@@ -172,15 +324,73 @@ func (r *Resource) Holds(rec Record) bool {
 	return contains(rec.Strings(r.Retain.Field), r.Retain.Value)
 }
 
-// Authorize checks that caller may write the fields present in rec: a field
-// marked AdminOnly needs an admin. It returns CodeForbidden otherwise.
-func (r *Resource) Authorize(caller *Caller, rec Record) error {
+// authorizeFields checks that caller may write the fields present in rec: a
+// field marked AdminOnly needs an admin. It returns CodeForbidden otherwise.
+func (r *Resource) authorizeFields(caller *Caller, rec Record) error {
 	for _, f := range r.Fields {
 		if _, sent := rec[f.Name]; sent && f.AdminOnly && !caller.IsAdmin() {
 			return Errorf(CodeForbidden, "Only an admin may set %s", f.Name)
 		}
 	}
 	return nil
+}
+
+// ParentOf returns the parent id rec holds, or 0 when the resource is not
+// nested.
+func (r *Resource) ParentOf(rec Record) int64 {
+	if r.Parent == "" || rec == nil {
+		return 0
+	}
+	id, _ := rec[r.Parent].(int64)
+	return id
+}
+
+// parentResource returns the resource of the parent field, or nil.
+func (r *Resource) parentResource() *Resource {
+	if r.Parent == "" {
+		return nil
+	}
+	return ResourceNamed(r.fields[r.Parent].References)
+}
+
+// parentIsOwner reports whether the parent of nested paths is the owning
+// user (/users/{id}/orders).
+func (r *Resource) parentIsOwner() bool {
+	return r.Parent != "" && r.Parent == r.Access.Owner
+}
+
+// equalFilter returns the FilterEqual filter on field name.
+func (r *Resource) equalFilter(name string) *Filter {
+	for i := range r.Filters {
+		if f := &r.Filters[i]; f.Kind == FilterEqual && f.Field == name {
+			return f
+		}
+	}
+	panic(fmt.Sprintf("resource %s: no filter on %s", r.Name, name)) // NewResource adds it
+}
+
+// hasFilter reports whether f is one of r's own filters (by identity).
+func (r *Resource) hasFilter(f *Filter) bool {
+	for i := range r.Filters {
+		if &r.Filters[i] == f {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Resource) parentFilter() *Filter { return r.equalFilter(r.Parent) }
+
+func (r *Resource) ownerFilter() *Filter { return r.equalFilter(r.Access.Owner) }
+
+// OwnerOf returns the id of the user rec belongs to, or 0 when the resource
+// has no owner or rec names none.
+func (r *Resource) OwnerOf(rec Record) int64 {
+	if r.Access.Owner == "" || rec == nil {
+		return 0
+	}
+	id, _ := rec[r.Access.Owner].(int64)
+	return id
 }
 
 // DefaultValue returns the value field f takes when a record is inserted
@@ -222,7 +432,7 @@ func (r *Resource) SortableFields() []string {
 // Filter returns the filter read from query parameter param, or nil.
 func (r *Resource) Filter(param string) *Filter {
 	for i := range r.Filters {
-		if r.Filters[i].Param == param {
+		if r.Filters[i].Param == param && !r.Filters[i].Internal {
 			return &r.Filters[i]
 		}
 	}

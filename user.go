@@ -21,15 +21,21 @@ var Users = NewResource(Resource{
 		{Name: "email", Type: TypeString, Required: true, Unique: true, Sortable: true, Searchable: true,
 			Normalize: trimSpace, Check: checkEmail},
 		{Name: "age", Type: TypeInt, Nullable: true, Sortable: true, Check: checkRange(0, 150)},
-		{Name: "password", Type: TypeString, WriteOnly: true, Secret: true, Nullable: true, Keep: true,
+		{Name: "password", Type: TypeString, WriteOnly: true, Secret: SecretPassword, Nullable: true, Keep: true,
 			Check: checkLength(8, 1024)},
 		{Name: "roles", Type: TypeStrings, Keep: true, AdminOnly: true, Default: func() any { return []string{RoleUser} },
-			Normalize: normalizeRoles, Check: checkRoles},
+			Normalize: normalizeSet, Check: checkRoles},
+		{Name: "permissions", Type: TypeStrings, Keep: true, AdminOnly: true, Default: func() any { return []string{} },
+			Normalize: normalizeSet, Check: checkPermissions},
 		{Name: "created_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 		{Name: "updated_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 		{Name: "deleted", Type: TypeBool, Keep: true, Default: func() any { return false }},
 	},
 	Retain: &Retain{Field: "roles", Value: RoleAdmin, Message: "The last admin cannot be removed, deleted or demoted"},
+	// A user owns their own record: they may read and patch it without
+	// users:read or users:write (not its roles or permissions, which only an
+	// admin sets).
+	Access: Access{Owner: "id", Self: []Op{OpRead, OpUpdate}},
 	Filters: []Filter{
 		{Param: "status", Kind: FilterSoftDelete, Values: []string{StatusActive, StatusDeleted, StatusAll}, Default: StatusActive},
 		{Param: "role", Kind: FilterContains, Field: "roles", Values: RoleNames()},
@@ -90,16 +96,31 @@ func checkEmail(v any) string {
 	return ""
 }
 
-func normalizeRoles(v any) any {
-	roles := slices.Clone(v.([]string))
-	slices.Sort(roles)
-	return slices.Compact(roles)
+// normalizeSet sorts a list and drops duplicates: roles and permissions are
+// sets.
+func normalizeSet(v any) any {
+	list := slices.Clone(v.([]string))
+	slices.Sort(list)
+	return slices.Compact(list)
 }
 
 func checkRoles(v any) string {
 	for _, r := range v.([]string) {
-		if _, ok := rolePermissions[r]; !ok {
+		if !slices.Contains(RoleNames(), r) {
 			return "must be a list of roles from " + quotedList(RoleNames())
+		}
+	}
+	return ""
+}
+
+func checkPermissions(v any) string {
+	list := v.([]string)
+	if len(list) > 64 {
+		return "must hold at most 64 permissions"
+	}
+	for _, p := range list {
+		if !Permission(p).Valid() {
+			return "must be a list of <resource>:<action> permissions, with action read, write or delete"
 		}
 	}
 	return ""

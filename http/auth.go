@@ -25,5 +25,5 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 // newAnonymousAdmin is the caller every request acts as until authentication
 // exists. It is built once: a Caller is read-only once made.
 func newAnonymousAdmin() *resourceapi.Caller {
-	return resourceapi.NewCaller(0, []string{resourceapi.RoleAdmin})
+	return resourceapi.SystemCaller()
 }

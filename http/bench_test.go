@@ -38,7 +38,7 @@ func benchHandler(b *testing.B) http.Handler {
 	if bench.err != nil {
 		b.Fatalf("seed benchmark database: %v", bench.err)
 	}
-	return rhttp.NewServer(rhttp.Config{Store: bench.db, Hasher: testHasher()}).Handler()
+	return rhttp.NewServer(rhttp.Config{Service: resourceapi.NewService(bench.db, testHasher())}).Handler()
 }
 
 func seedBench() error {

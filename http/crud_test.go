@@ -16,7 +16,7 @@ import (
 var timestampRE = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
 
 // userKeys are the members of a user's representation, in order.
-var userKeys = []string{"id", "name", "email", "age", "roles", "created_at", "updated_at", "deleted"}
+var userKeys = []string{"id", "name", "email", "age", "roles", "permissions", "created_at", "updated_at", "deleted"}
 
 // mustUserShape checks that body is a user with exactly the visible fields,
 // in declaration order, with well-formed values.

@@ -92,7 +92,7 @@ func mustPostgres(tb testing.TB, now resourceapi.Clock) resourceapi.Store {
 // the Config.
 func mustServer(tb testing.TB, store resourceapi.Store, opts ...func(*rhttp.Config)) *client {
 	tb.Helper()
-	cfg := rhttp.Config{Store: store, Hasher: testHasher(), Logger: testLogger(tb)}
+	cfg := rhttp.Config{Service: resourceapi.NewService(store, testHasher()), Logger: testLogger(tb)}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -97,11 +97,11 @@ func TestPermissions(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
 			store := b.open(t, newClock().Now)
-			admin := serverAs(t, store, resourceapi.NewCaller(1, []string{resourceapi.RoleAdmin}))
+			admin := serverAs(t, store, resourceapi.NewCaller(1, "", []string{resourceapi.RoleAdmin}, resourceapi.DefaultRoles()))
 			id := admin.mustUser("Ann", "ann@example.com")
 			item := fmt.Sprintf("/api/users/%d", id)
 
-			reader := serverAs(t, store, resourceapi.NewCaller(2, []string{resourceapi.RoleUser}))
+			reader := serverAs(t, store, resourceapi.NewCaller(2, "", []string{resourceapi.RoleUser}, resourceapi.DefaultRoles()))
 			reader.get(item).mustStatus(t, http.StatusOK)
 			reader.get("/api/users").mustStatus(t, http.StatusOK)
 			reader.post("/api/users", `{"name":"B","email":"b@example.com"}`).mustError(t, http.StatusForbidden, resourceapi.CodeForbidden)
@@ -110,7 +110,7 @@ func TestPermissions(t *testing.T) {
 			reader.do("DELETE", item, "").mustError(t, http.StatusForbidden, resourceapi.CodeForbidden)
 
 			// A writer who is not an admin may not set roles (Authorize).
-			writer := serverAs(t, store, resourceapi.NewCaller(3, []string{resourceapi.RoleUser}, "users:write"))
+			writer := serverAs(t, store, resourceapi.NewCaller(3, "", []string{resourceapi.RoleUser}, resourceapi.DefaultRoles(), "users:write"))
 			writer.post("/api/users", `{"name":"B","email":"b@example.com","roles":["admin"]}`).mustError(t, http.StatusForbidden, resourceapi.CodeForbidden)
 			writer.do("PATCH", item, `{"roles":["user"]}`).mustError(t, http.StatusForbidden, resourceapi.CodeForbidden)
 			writer.do("PATCH", item, `{"name":"Ann B"}`).mustStatus(t, http.StatusOK)
@@ -131,7 +131,7 @@ func TestPermissions(t *testing.T) {
 
 func serverAs(t *testing.T, store resourceapi.Store, caller *resourceapi.Caller) *client {
 	t.Helper()
-	srv := httptest.NewServer(rhttp.NewServerAs(rhttp.Config{Store: store, Hasher: testHasher(), Logger: testLogger(t)}, caller).Handler())
+	srv := httptest.NewServer(rhttp.NewServerAs(rhttp.Config{Service: resourceapi.NewService(store, testHasher()), Logger: testLogger(t)}, caller).Handler())
 	t.Cleanup(srv.Close)
 	return &client{tb: t, base: srv.URL, hc: &http.Client{Transport: &http.Transport{DisableCompression: true}}}
 }
@@ -161,7 +161,7 @@ func (l *logBuffer) logger() *slog.Logger {
 func TestRecover(t *testing.T) {
 	var logs logBuffer
 	store := mustSQLite(t, nil)
-	h := rhttp.Middleware(rhttp.Config{Store: store, Logger: logs.logger()}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := rhttp.Middleware(rhttp.Config{Service: resourceapi.NewService(store, nil), Logger: logs.logger()}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("ETag", `"x"`)
 		switch r.URL.Path {
 		case "/api/v2/boom", "/boom":

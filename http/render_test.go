@@ -136,11 +136,11 @@ func TestAppendValue(t *testing.T) {
 func TestRenderRecord(t *testing.T) {
 	rec := resourceapi.Record{
 		"id": int64(7), "name": "Ann", "email": "ann@example.com", "age": nil, "roles": []string(nil),
-		"created_at": time.Date(2026, 11, 21, 5, 7, 37, 123_000_000, time.UTC), "updated_at": time.Date(2026, 11, 21, 5, 7, 38, 0, time.UTC),
+		"permissions": []string{"posts:read"}, "created_at": time.Date(2026, 11, 21, 5, 7, 37, 123_000_000, time.UTC), "updated_at": time.Date(2026, 11, 21, 5, 7, 38, 0, time.UTC),
 		"deleted": false, "password": "hash-must-not-show",
 	}
 	got, err := rhttp.RenderRecord(resourceapi.Users, rec, nil)
-	want := `{"id":7,"name":"Ann","email":"ann@example.com","age":null,"roles":[],"created_at":"2026-11-21T05:07:37.123Z","updated_at":"2026-11-21T05:07:38.000Z","deleted":false}`
+	want := `{"id":7,"name":"Ann","email":"ann@example.com","age":null,"roles":[],"permissions":["posts:read"],"created_at":"2026-11-21T05:07:37.123Z","updated_at":"2026-11-21T05:07:38.000Z","deleted":false}`
 	if err != nil || string(got) != want {
 		t.Errorf("RenderRecord = %s, %v\nwant %s", got, err, want)
 	}

@@ -3,7 +3,6 @@ package http
 import (
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/resourceapi/resourceapi"
@@ -12,25 +11,24 @@ import (
 // resourceHandlers serves one resource, whatever it is: everything specific
 // to users (or products, or orders) is in its declaration, so a new resource
 // needs no handler code.
+//
+// Every rule (who may do what, validation, secrets) is the rule layer's
+// (resourceapi.Service): a handler reads the request into a caller, an item
+// and a record, calls the service, and writes what it returns.
 type resourceHandlers struct {
 	s    *Server
 	res  *resourceapi.Resource
 	view *view
-	// perms are the permissions of each action, built once rather than per
-	// request.
-	perms map[resourceapi.Action]resourceapi.Permission
 	// notFound is the error of an id that names no record.
 	notFound error
 }
 
 func (s *Server) resource(res *resourceapi.Resource) *resourceHandlers {
-	h := &resourceHandlers{s: s, res: res, view: newView(res), perms: map[resourceapi.Action]resourceapi.Permission{}}
-	for _, a := range []resourceapi.Action{resourceapi.ActionRead, resourceapi.ActionWrite, resourceapi.ActionDelete} {
-		h.perms[a] = resourceapi.PermissionFor(res.Name, a)
-	}
-	h.notFound = resourceapi.Errorf(resourceapi.CodeNotFound, "%s not found", capitalize(res.Singular))
-	return h
+	return &resourceHandlers{s: s, res: res, view: newView(res), notFound: resourceapi.NotFound(res)}
 }
+
+// caller returns the caller that authentication put in the request.
+func caller(r *http.Request) *resourceapi.Caller { return resourceapi.CallerFrom(r.Context()) }
 
 // handle adapts a handler that returns its error, so that every failure takes
 // the one path to the client, s.writeError.
@@ -40,18 +38,6 @@ func (s *Server) handle(f func(w http.ResponseWriter, r *http.Request) error) ht
 			s.writeError(w, r, err)
 		}
 	})
-}
-
-// permit returns the caller when it may perform action on the resource.
-func (h *resourceHandlers) permit(r *http.Request, action resourceapi.Action) (*resourceapi.Caller, error) {
-	caller := resourceapi.CallerFrom(r.Context())
-	if caller == nil {
-		return nil, resourceapi.Errorf(resourceapi.CodeUnauthenticated, "Authentication required")
-	}
-	if p := h.perms[action]; !caller.Can(p) {
-		return nil, resourceapi.Errorf(resourceapi.CodeForbidden, "Permission denied: %s", p)
-	}
-	return caller, nil
 }
 
 // pathID reads {id}: the canonical decimal form (no sign, no leading zeros)
@@ -79,14 +65,11 @@ func (h *resourceHandlers) pathID(r *http.Request) (int64, error) {
 // as the query asks, in the envelope {data, pagination}.
 func (h *resourceHandlers) list() http.Handler {
 	return h.s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		if _, err := h.permit(r, resourceapi.ActionRead); err != nil {
-			return err
-		}
 		q, err := resourceapi.ParseListQuery(h.res, r.URL.Query())
 		if err != nil {
 			return err
 		}
-		page, err := h.s.store.List(r.Context(), h.res, q)
+		page, err := h.s.service.List(r.Context(), caller(r), h.res, 0, q)
 		if err != nil {
 			return err
 		}
@@ -103,7 +86,7 @@ func (h *resourceHandlers) list() http.Handler {
 			}
 		}
 		b = append(b, `],"pagination":{"page":`...)
-		b = strconv.AppendInt(b, int64(q.Page), 10)
+		b = strconv.AppendInt(b, int64(q.Page()), 10)
 		b = append(b, `,"limit":`...)
 		b = strconv.AppendInt(b, int64(q.Limit), 10)
 		b = append(b, `,"total":`...)
@@ -122,9 +105,6 @@ func (h *resourceHandlers) list() http.Handler {
 // get serves GET on one record, with only the requested fields if asked.
 func (h *resourceHandlers) get() http.Handler {
 	return h.s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		if _, err := h.permit(r, resourceapi.ActionRead); err != nil {
-			return err
-		}
 		id, err := h.pathID(r)
 		if err != nil {
 			return err
@@ -135,7 +115,7 @@ func (h *resourceHandlers) get() http.Handler {
 				return err
 			}
 		}
-		rec, err := h.s.store.Get(r.Context(), h.res, id)
+		rec, err := h.s.service.Get(r.Context(), caller(r), h.res, resourceapi.Item{ID: id})
 		if err != nil {
 			return err
 		}
@@ -147,15 +127,11 @@ func (h *resourceHandlers) get() http.Handler {
 // Location.
 func (h *resourceHandlers) create() http.Handler {
 	return h.s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		caller, err := h.permit(r, resourceapi.ActionWrite)
+		rec, err := h.decode(w, r, 0)
 		if err != nil {
 			return err
 		}
-		rec, err := h.decode(w, r, caller, resourceapi.ModeCreate, 0)
-		if err != nil {
-			return err
-		}
-		out, err := h.s.store.Create(r.Context(), h.res, rec)
+		out, err := h.s.service.Create(r.Context(), caller(r), h.res, 0, rec)
 		if err != nil {
 			return err
 		}
@@ -170,11 +146,11 @@ func (h *resourceHandlers) create() http.Handler {
 // that id (201 with Location) when there is none.
 func (h *resourceHandlers) replace() http.Handler {
 	return h.s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		id, rec, err := h.decodeItem(w, r, resourceapi.ModeReplace)
+		id, rec, err := h.decodeItem(w, r, true)
 		if err != nil {
 			return err
 		}
-		out, created, err := h.s.store.Replace(r.Context(), h.res, id, rec, h.view.writeCondition(r))
+		out, created, err := h.s.service.Replace(r.Context(), caller(r), h.res, resourceapi.Item{ID: id}, rec, h.view.writeCondition(r))
 		if err != nil {
 			return err
 		}
@@ -186,29 +162,29 @@ func (h *resourceHandlers) replace() http.Handler {
 	})
 }
 
-// decodeItem checks that the caller may write, and reads the record's id and
-// the body of a write to it (PUT or PATCH).
-func (h *resourceHandlers) decodeItem(w http.ResponseWriter, r *http.Request, mode resourceapi.WriteMode) (int64, resourceapi.Record, error) {
-	caller, err := h.permit(r, resourceapi.ActionWrite)
-	if err != nil {
-		return 0, nil, err
-	}
+// decodeItem reads the record's id and the body of a write to it (PUT or
+// PATCH); a PUT's body may not name another id.
+func (h *resourceHandlers) decodeItem(w http.ResponseWriter, r *http.Request, put bool) (int64, resourceapi.Record, error) {
 	id, err := h.pathID(r)
 	if err != nil {
 		return 0, nil, err
 	}
-	rec, err := h.decode(w, r, caller, mode, id)
+	bodyID := int64(0)
+	if put {
+		bodyID = id
+	}
+	rec, err := h.decode(w, r, bodyID)
 	return id, rec, err
 }
 
 // update serves PATCH on a record: only the fields sent change.
 func (h *resourceHandlers) update() http.Handler {
 	return h.s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		id, patch, err := h.decodeItem(w, r, resourceapi.ModePatch)
+		id, patch, err := h.decodeItem(w, r, false)
 		if err != nil {
 			return err
 		}
-		out, err := h.s.store.Update(r.Context(), h.res, id, patch, h.view.writeCondition(r))
+		out, err := h.s.service.Update(r.Context(), caller(r), h.res, resourceapi.Item{ID: id}, patch, h.view.writeCondition(r))
 		if err != nil {
 			return err
 		}
@@ -219,14 +195,11 @@ func (h *resourceHandlers) update() http.Handler {
 // remove serves DELETE on a record: 204, no body.
 func (h *resourceHandlers) remove() http.Handler {
 	return h.s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		if _, err := h.permit(r, resourceapi.ActionDelete); err != nil {
-			return err
-		}
 		id, err := h.pathID(r)
 		if err != nil {
 			return err
 		}
-		if err := h.s.store.Delete(r.Context(), h.res, id, h.view.writeCondition(r)); err != nil {
+		if err := h.s.service.Delete(r.Context(), caller(r), h.res, resourceapi.Item{ID: id}, h.view.writeCondition(r)); err != nil {
 			return err
 		}
 		w.WriteHeader(http.StatusNoContent)
@@ -234,26 +207,16 @@ func (h *resourceHandlers) remove() http.Handler {
 	})
 }
 
-// decode reads and validates the body of a write, checks that caller may
-// write the fields it sets, and hashes its secrets, so that what reaches the
-// store is valid, allowed and free of plain secrets.
-func (h *resourceHandlers) decode(w http.ResponseWriter, r *http.Request, caller *resourceapi.Caller, mode resourceapi.WriteMode, id int64) (resourceapi.Record, error) {
+// decode reads the JSON body of a write into a record; the rule layer
+// validates it. pathID, when not 0, is the id a PUT body may not contradict.
+func (h *resourceHandlers) decode(w http.ResponseWriter, r *http.Request, pathID int64) (resourceapi.Record, error) {
 	body, err := h.s.readBody(w, r)
 	if err != nil {
 		return nil, err
 	}
-	rec, err := resourceapi.DecodeRecord(h.res, *body, mode, id)
+	rec, err := resourceapi.DecodeRecord(h.res, *body, pathID)
 	putBuffer(body) // DecodeRecord copies what it keeps
-	if err != nil {
-		return nil, err
-	}
-	if err := h.res.Authorize(caller, rec); err != nil {
-		return nil, err
-	}
-	if err := resourceapi.HashSecrets(h.res, rec, h.s.hasher); err != nil {
-		return nil, err
-	}
-	return rec, nil
+	return rec, err
 }
 
 // writeRecord sends one record (only fields, when not nil) with its
@@ -303,12 +266,4 @@ func writeCacheable(w http.ResponseWriter, r *http.Request, body []byte, tag str
 		return
 	}
 	writeJSON(w, http.StatusOK, body)
-}
-
-// capitalize upper-cases the first letter of an ASCII word, for messages.
-func capitalize(s string) string {
-	if s == "" || s[0] < 'a' || s[0] > 'z' {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }

@@ -2,7 +2,6 @@ package http
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -15,13 +14,11 @@ import (
 // DefaultMaxBodyBytes bounds request bodies when Config.MaxBodyBytes is 0.
 const DefaultMaxBodyBytes = 1 << 20
 
-// Config is what a Server is made from. Store is required; the rest have
+// Config is what a Server is made from. Service is required; the rest have
 // defaults.
 type Config struct {
-	Store resourceapi.Store
-	// Hasher hashes secret fields (passwords) before they reach the store.
-	// Without one, a write that carries a secret fails with 500.
-	Hasher resourceapi.PasswordHasher
+	// Service is the rule layer every request goes through.
+	Service *resourceapi.Service
 	// Logger receives every error a client only sees as INTERNAL, with its
 	// cause; nil discards them.
 	Logger *slog.Logger
@@ -42,8 +39,8 @@ type Config struct {
 // Server is the REST API over one store. Its Handler is safe for concurrent
 // use.
 type Server struct {
+	service     *resourceapi.Service
 	store       resourceapi.Store
-	hasher      resourceapi.PasswordHasher
 	logger      *slog.Logger
 	vendor      string
 	corsOrigins []string
@@ -55,15 +52,15 @@ type Server struct {
 	handler   http.Handler
 }
 
-// NewServer returns a Server for cfg. It panics when cfg.Store is nil, which
-// is a wiring error.
+// NewServer returns a Server for cfg. It panics when cfg.Service is nil,
+// which is a wiring error.
 func NewServer(cfg Config) *Server {
-	if cfg.Store == nil {
-		panic("http.NewServer: Config.Store is nil")
+	if cfg.Service == nil {
+		panic("http.NewServer: Config.Service is nil")
 	}
 	s := &Server{
-		store:       cfg.Store,
-		hasher:      cfg.Hasher,
+		service:     cfg.Service,
+		store:       cfg.Service.Store(),
 		logger:      cfg.Logger,
 		vendor:      strings.ToLower(cfg.Vendor),
 		corsOrigins: cfg.CORSOrigins,
@@ -71,9 +68,6 @@ func NewServer(cfg Config) *Server {
 		maxBody:     cfg.MaxBodyBytes,
 		ids:         newIDGenerator(),
 		anonymous:   newAnonymousAdmin(),
-	}
-	if s.hasher == nil {
-		s.hasher = noHasher{}
 	}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
@@ -142,16 +136,4 @@ func (s *Server) readyz() http.Handler {
 		writeJSON(w, http.StatusOK, []byte(`{"status":"ready"}`))
 		return nil
 	})
-}
-
-// noHasher stands in for a missing Config.Hasher: a secret cannot be stored
-// unhashed, so the write fails (and is logged) instead.
-type noHasher struct{}
-
-func (noHasher) Hash(string) (string, error) {
-	return "", errors.New("no password hasher configured")
-}
-
-func (noHasher) Verify(string, string) (bool, error) {
-	return false, errors.New("no password hasher configured")
 }

@@ -42,13 +42,13 @@ func (s *staticStore) List(context.Context, *resourceapi.Resource, resourceapi.L
 }
 
 func BenchmarkStaticGetUser(b *testing.B) {
-	h := rhttp.NewServer(rhttp.Config{Store: newStaticStore()}).Handler()
+	h := rhttp.NewServer(rhttp.Config{Service: resourceapi.NewService(newStaticStore(), nil)}).Handler()
 	serveParallel(b, h, func(i int64) *http.Request {
 		return httptest.NewRequest("GET", fmt.Sprintf("/api/users/%d", 1+i%1000), nil)
 	}, http.StatusOK)
 }
 
 func BenchmarkStaticListUsers(b *testing.B) {
-	h := rhttp.NewServer(rhttp.Config{Store: newStaticStore()}).Handler()
+	h := rhttp.NewServer(rhttp.Config{Service: resourceapi.NewService(newStaticStore(), nil)}).Handler()
 	serveParallel(b, h, get("/api/users?page=3"), http.StatusOK)
 }

@@ -40,7 +40,7 @@ type pageKey struct {
 // listKey identifies a list query: every field of it that changes the page.
 func listKey(lq resourceapi.ListQuery) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d|%d|%s|%t|%q", lq.Page, lq.Limit, lq.Sort, lq.Desc, lq.Search)
+	fmt.Fprintf(&b, "%d|%d|%s|%t|%q", lq.Offset, lq.Limit, lq.Sort, lq.Desc, lq.Search)
 	for _, fv := range lq.Filters {
 		fmt.Fprintf(&b, "|%s=%q", fv.Filter.Param, fv.Value)
 	}

@@ -14,7 +14,7 @@ import (
 // column returns the column that stores field f. A secret is stored only as
 // its hash, in <name>_hash.
 func column(f *resourceapi.Field) string {
-	if f.Secret {
+	if f.Secret != resourceapi.NotSecret {
 		return f.Name + "_hash"
 	}
 	return f.Name

@@ -34,7 +34,7 @@ func (q *Query) where(res *resourceapi.Resource, lq resourceapi.ListQuery) {
 			col := column(res.Field(res.SoftDelete))
 			conds = append(conds, col+" = "+q.dialect.Bool(fv.Value == resourceapi.StatusDeleted))
 		case resourceapi.FilterContains:
-			conds = append(conds, q.dialect.Contains(q, column(res.Field(fv.Filter.Field)), fv.Value))
+			conds = append(conds, q.dialect.Contains(q, column(res.Field(fv.Filter.Field)), fv.Value.(string)))
 		case resourceapi.FilterEqual:
 			conds = append(conds, column(res.Field(fv.Filter.Field))+" = "+q.Arg(fv.Value))
 		}

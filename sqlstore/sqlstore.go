@@ -160,6 +160,9 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // List implements resourceapi.Store.
 func (s *Store) List(ctx context.Context, res *resourceapi.Resource, lq resourceapi.ListQuery) (resourceapi.Page, error) {
+	if err := lq.Check(res); err != nil {
+		return resourceapi.Page{}, err
+	}
 	key := listKey(lq)
 	page, ok, gen := s.cache.getPage(res, key)
 	if ok {
@@ -219,7 +222,7 @@ func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource,
 	if sortField.Name != "id" {
 		q.WriteString(", id" + dir)
 	}
-	q.WriteString(" LIMIT " + q.Arg(lq.Limit) + " OFFSET " + q.Arg(lq.Offset()))
+	q.WriteString(" LIMIT " + q.Arg(lq.Limit) + " OFFSET " + q.Arg(lq.Offset))
 
 	rows, err := tx.QueryContext(ctx, q.String(), q.args...)
 	if err != nil {
@@ -237,7 +240,7 @@ func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource,
 	if err := rows.Err(); err != nil {
 		return page, err
 	}
-	if len(page.Records) == 0 && lq.Offset() > 0 {
+	if len(page.Records) == 0 && lq.Offset > 0 {
 		// Past the last page there is no row to carry the total.
 		count := s.newQuery()
 		s.count(count, res, lq)
@@ -457,7 +460,7 @@ func (s *Store) insert(ctx context.Context, tx Querier, res *resourceapi.Resourc
 	}
 	for i := range res.Fields {
 		f := &res.Fields[i]
-		if f.ReadOnly {
+		if f.ReadOnly && !f.Computed {
 			continue
 		}
 		v, ok := rec[f.Name]
@@ -499,7 +502,7 @@ func (s *Store) update(ctx context.Context, tx Querier, res *resourceapi.Resourc
 	for i := range res.Fields {
 		f := &res.Fields[i]
 		v, ok := change[f.Name]
-		if f.ReadOnly || !ok {
+		if (f.ReadOnly && !f.Computed) || !ok {
 			continue
 		}
 		after[f.Name] = v

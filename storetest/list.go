@@ -382,7 +382,7 @@ func testSearch(t *testing.T, s resourceapi.Store) {
 				}
 			}
 			matches = sorted(matches, q.Sort, q.Desc)
-			lo, hi := min(q.Offset(), len(matches)), min(q.Offset()+q.Limit, len(matches))
+			lo, hi := min(q.Offset, len(matches)), min(q.Offset+q.Limit, len(matches))
 			want := ids(matches[lo:hi])
 			if len(want) == 0 {
 				want = nil

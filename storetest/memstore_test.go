@@ -321,7 +321,7 @@ func (s *memStore) List(ctx context.Context, res *resourceapi.Resource, q resour
 		return cmp.Or(c, byID)
 	})
 	page := resourceapi.Page{Total: len(match)}
-	lo, hi := min(q.Offset(), len(match)), min(q.Offset()+q.Limit, len(match))
+	lo, hi := min(q.Offset, len(match)), min(q.Offset+q.Limit, len(match))
 	for _, rec := range match[lo:hi] {
 		page.Records = append(page.Records, s.show(res, rec))
 	}
@@ -336,11 +336,11 @@ func (s *memStore) matches(res *resourceapi.Resource, rec resourceapi.Record, q 
 				return false
 			}
 		case resourceapi.FilterContains:
-			if !slices.Contains(rec.Strings(fv.Filter.Field), fv.Value) {
+			if v, _ := fv.Value.(string); !slices.Contains(rec.Strings(fv.Filter.Field), v) {
 				return false
 			}
 		case resourceapi.FilterEqual:
-			if fmt.Sprint(rec[fv.Filter.Field]) != fv.Value {
+			if rec[fv.Filter.Field] != fv.Value {
 				return false
 			}
 		}

@@ -38,13 +38,10 @@ func bootstrapAdmin(ctx context.Context, cfg config, db resourceapi.Store, hashe
 		"password": password,
 		"roles":    []string{resourceapi.RoleAdmin},
 	}
-	if err := resourceapi.Validate(resourceapi.Users, rec, resourceapi.ModeCreate); err != nil {
+	created, err := resourceapi.NewService(db, hasher).Create(ctx, resourceapi.SystemCaller(), resourceapi.Users, 0, rec)
+	if resourceapi.ErrorCode(err) == resourceapi.CodeValidation {
 		return fmt.Errorf("bootstrap admin (check RESOURCEAPI_ADMIN_EMAIL and RESOURCEAPI_ADMIN_PASSWORD): %w", err)
 	}
-	if err := resourceapi.HashSecrets(resourceapi.Users, rec, hasher); err != nil {
-		return fmt.Errorf("bootstrap admin: %w", err)
-	}
-	created, err := db.Create(ctx, resourceapi.Users, rec)
 	if err != nil {
 		return fmt.Errorf("bootstrap admin %s: %w", cfg.AdminEmail, err)
 	}

@@ -85,8 +85,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		accessLog = newLogger(cfg, w)
 	}
 	api := http.NewServer(http.Config{
-		Store:       db,
-		Hasher:      hasher,
+		Service:     resourceapi.NewService(db, hasher),
 		Logger:      log,
 		AccessLog:   accessLog,
 		Vendor:      cfg.Vendor,

@@ -1,0 +1,471 @@
+package resourceapi
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// IdentityStore is what authentication reads. Package sqlstore implements it
+// on both databases.
+type IdentityStore interface {
+	// AccountByEmail returns the user with this email (compared as stored:
+	// case-insensitively), or an error with CodeNotFound.
+	AccountByEmail(ctx context.Context, email string) (Account, error)
+	// AccountByID returns the user with this id, or CodeNotFound.
+	AccountByID(ctx context.Context, id int64) (Account, error)
+	// AccountByAPIKey returns the user that owns the API key whose hash
+	// (HashToken) is keyHash, or CodeNotFound when no key has it.
+	AccountByAPIKey(ctx context.Context, keyHash string) (Account, error)
+}
+
+// Account is a user as authentication sees it.
+type Account struct {
+	// User is the user's record, as Store.Get returns it.
+	User Record
+	// PasswordHash is the stored hash of the user's password; "" when the
+	// user has none (they sign in with API keys only).
+	PasswordHash string
+	// Permissions are the user's effective permissions: those their roles
+	// grant, as the database defines the roles, and those granted directly.
+	Permissions []Permission
+}
+
+// Caller returns the caller that acts as the account's user.
+func (a Account) Caller() *Caller {
+	name, _ := a.User["name"].(string)
+	c := &Caller{UserID: a.User.ID(), Name: name, Roles: a.User.Strings("roles"),
+		Permissions: make(map[Permission]bool, len(a.Permissions))}
+	for _, p := range a.Permissions {
+		c.Permissions[p] = true
+	}
+	return c
+}
+
+// Scheme is how a request presents its credential.
+type Scheme int
+
+// Credential schemes.
+const (
+	SchemeNone   Scheme = iota
+	SchemeAPIKey        // X-API-Key: <key>
+	SchemeBearer        // Authorization: Bearer <JWT>
+	SchemeBasic         // Authorization: Basic base64(email:password)
+)
+
+// Credential is what a request presents to prove who makes it.
+type Credential struct {
+	Scheme Scheme
+	// Secret is the API key or the bearer token.
+	Secret string
+	// Email and Password are HTTP Basic's.
+	Email, Password string
+	// Client identifies where the request comes from (its IP address), for
+	// throttling password guesses; "" when unknown.
+	Client string
+}
+
+// maxCredentialLen bounds a credential header value: no key or token of
+// this service comes near it, and nothing longer is worth decoding.
+const maxCredentialLen = 8 << 10
+
+var (
+	errTwoCredentials = Errorf(CodeBadRequest,
+		"The request carries more than one credential; send one of X-API-Key, Authorization: Bearer or Authorization: Basic")
+	// errInvalidCredential is the one answer to every credential that is
+	// present but not valid, whatever part of it failed.
+	errInvalidCredential = Errorf(CodeInvalidToken, "The credential is not valid")
+)
+
+// ErrInvalidCredential returns the error of every credential that is present
+// but not valid, so transports can recognise it.
+func ErrInvalidCredential() error { return errInvalidCredential }
+
+// ParseCredential reads the credential of a request from the values of its
+// X-API-Key and Authorization headers (or of the same names in a WebSocket
+// connection_init payload). None gives SchemeNone; two credentials, or one
+// header given twice, give CodeBadRequest; a malformed one (an unknown
+// Authorization scheme, Basic that is not base64 of email:password) gives
+// the invalid-credential error.
+func ParseCredential(apiKey, authorization []string) (Credential, error) {
+	apiKey, authorization = nonEmpty(apiKey), nonEmpty(authorization)
+	switch {
+	case len(apiKey)+len(authorization) > 1:
+		return Credential{}, errTwoCredentials
+	case len(apiKey) == 1:
+		key := strings.TrimSpace(apiKey[0])
+		if len(key) > maxCredentialLen {
+			return Credential{}, errInvalidCredential
+		}
+		return Credential{Scheme: SchemeAPIKey, Secret: key}, nil
+	case len(authorization) == 1:
+		return parseAuthorization(strings.TrimSpace(authorization[0]))
+	}
+	return Credential{}, nil
+}
+
+func nonEmpty(values []string) []string {
+	n := 0
+	for _, v := range values {
+		if strings.TrimSpace(v) != "" {
+			n++
+		}
+	}
+	if n == len(values) {
+		return values
+	}
+	out := make([]string, 0, n)
+	for _, v := range values {
+		if strings.TrimSpace(v) != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func parseAuthorization(v string) (Credential, error) {
+	if len(v) > maxCredentialLen {
+		return Credential{}, errInvalidCredential
+	}
+	scheme, rest, _ := strings.Cut(v, " ")
+	rest = strings.TrimLeft(rest, " ")
+	switch {
+	case strings.EqualFold(scheme, "Bearer") && rest != "":
+		return Credential{Scheme: SchemeBearer, Secret: rest}, nil
+	case strings.EqualFold(scheme, "Basic") && rest != "":
+		raw, err := base64.StdEncoding.DecodeString(rest)
+		if err != nil {
+			// Some clients drop the padding.
+			if raw, err = base64.RawStdEncoding.DecodeString(rest); err != nil {
+				return Credential{}, errInvalidCredential
+			}
+		}
+		email, password, ok := strings.Cut(string(raw), ":")
+		if !ok || email == "" || !utf8.ValidString(email) || !utf8.ValidString(password) {
+			return Credential{}, errInvalidCredential
+		}
+		return Credential{Scheme: SchemeBasic, Email: email, Password: password}, nil
+	}
+	return Credential{}, errInvalidCredential
+}
+
+// Authenticator resolves credentials to callers. Roles and permissions come
+// from the store on every call, never from a token, so a change to a user
+// takes effect on their very next request.
+type Authenticator struct {
+	store  IdentityStore
+	hasher PasswordHasher
+	tokens Tokens
+	// guesses throttles failed password checks (see AuthConfig).
+	guesses, guessesFrom RateLimiter
+	now                  Clock
+
+	// dummy is a hash of a random password, verified when an email names
+	// no user, so that an unknown email costs what a wrong password costs.
+	dummy    string
+	verified *verifiedCache
+}
+
+// AuthConfig is what an Authenticator is made from.
+type AuthConfig struct {
+	Store  IdentityStore
+	Hasher PasswordHasher
+	Tokens Tokens
+	// AccountGuesses, when set, limits failed password checks per account
+	// (whatever their origin), and AccountGuessesFrom per account and client
+	// address. A throttled attempt fails with CodeRateLimited before the
+	// password is checked. Keep the per-account budget well above the
+	// per-client one: it only stops a guesser who spreads over many
+	// addresses, and while it is spent the real user cannot sign in by
+	// password either (API keys and tokens still work).
+	AccountGuesses, AccountGuessesFrom RateLimiter
+	// VerifiedTTL is how long a verified HTTP Basic credential is
+	// remembered (default 5 minutes); 0 uses the default, negative turns
+	// remembering off.
+	VerifiedTTL time.Duration
+	// Now is the clock; nil is time.Now.
+	Now Clock
+}
+
+// NewAuthenticator returns an Authenticator for cfg.
+func NewAuthenticator(cfg AuthConfig) (*Authenticator, error) {
+	a := &Authenticator{store: cfg.Store, hasher: cfg.Hasher, tokens: cfg.Tokens,
+		guesses: cfg.AccountGuesses, guessesFrom: cfg.AccountGuessesFrom, now: cfg.Now}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	dummy, err := cfg.Hasher.Hash(rand.Text())
+	if err != nil {
+		return nil, err
+	}
+	a.dummy = dummy
+	ttl := cfg.VerifiedTTL
+	if ttl == 0 {
+		ttl = 5 * time.Minute
+	}
+	if ttl > 0 {
+		a.verified = newVerifiedCache(ttl, 10000, a.now)
+	}
+	return a, nil
+}
+
+// Authenticate returns the caller a credential proves. No credential is
+// CodeUnauthenticated; any credential that is not valid (unknown key, bad or
+// expired token, wrong password, unknown email, soft-deleted user) is the
+// same CodeInvalidToken error; too many failed passwords for an account is
+// CodeRateLimited.
+func (a *Authenticator) Authenticate(ctx context.Context, cred Credential) (*Caller, error) {
+	var acct Account
+	var err error
+	switch cred.Scheme {
+	case SchemeNone:
+		return nil, errUnauthenticated
+	case SchemeAPIKey:
+		if !LooksLikeAPIKey(cred.Secret) {
+			return nil, errInvalidCredential
+		}
+		acct, err = a.store.AccountByAPIKey(ctx, HashToken(cred.Secret))
+	case SchemeBearer:
+		acct, err = a.bearer(ctx, cred.Secret)
+	case SchemeBasic:
+		acct, err = a.password(ctx, cred.Email, cred.Password, cred.Client)
+	default:
+		return nil, errInvalidCredential
+	}
+	if err != nil {
+		return nil, a.invalid(err)
+	}
+	if acct.User.Bool("deleted") {
+		return nil, errInvalidCredential
+	}
+	return acct.Caller(), nil
+}
+
+// Login checks an email and password (the OAuth password grant, the sign-in
+// page) with the rules of HTTP Basic, and returns the account.
+func (a *Authenticator) Login(ctx context.Context, email, password, client string) (Account, error) {
+	acct, err := a.password(ctx, email, password, client)
+	if err != nil {
+		return Account{}, a.invalid(err)
+	}
+	if acct.User.Bool("deleted") {
+		return Account{}, errInvalidCredential
+	}
+	return acct, nil
+}
+
+// Account returns the account of a user id, as a token's subject names it;
+// an unknown or soft-deleted user is the invalid-credential error.
+func (a *Authenticator) Account(ctx context.Context, id int64) (Account, error) {
+	acct, err := a.store.AccountByID(ctx, id)
+	if err != nil {
+		return Account{}, a.invalid(err)
+	}
+	if acct.User.Bool("deleted") {
+		return Account{}, errInvalidCredential
+	}
+	return acct, nil
+}
+
+// invalid keeps what a client may learn of a failure: not found and every
+// credential error become the one invalid-credential error; throttling and
+// failures of the store itself pass through.
+func (a *Authenticator) invalid(err error) error {
+	switch ErrorCode(err) {
+	case CodeNotFound, CodeInvalidToken, CodeValidation, CodeBadRequest:
+		return errInvalidCredential
+	}
+	return err
+}
+
+func (a *Authenticator) bearer(ctx context.Context, token string) (Account, error) {
+	if a.tokens == nil {
+		return Account{}, errInvalidCredential
+	}
+	claims, err := a.tokens.Verify(token)
+	if err != nil {
+		return Account{}, errInvalidCredential
+	}
+	id, err := strconv.ParseInt(claims.Subject, 10, 64)
+	if err != nil || id < 1 || id > MaxID {
+		return Account{}, errInvalidCredential
+	}
+	return a.store.AccountByID(ctx, id)
+}
+
+// password checks an email and password. A credential verified recently is
+// remembered (by an HMAC of it, never the password) with the hash it was
+// verified against: it stays valid while the user's stored hash is the same,
+// so a password change, like a delete, forgets it at once.
+func (a *Authenticator) password(ctx context.Context, email, password, client string) (Account, error) {
+	email = strings.TrimSpace(email)
+	if len(email) > MaxEmailLength || len(password) > 1024 {
+		return Account{}, errInvalidCredential
+	}
+	key := a.verified.key(email, password)
+	if id, hash, ok := a.verified.get(key); ok {
+		acct, err := a.store.AccountByID(ctx, id)
+		if err == nil && acct.PasswordHash == hash && hash != "" {
+			return acct, nil
+		}
+		a.verified.forget(key)
+		if err != nil && ErrorCode(err) != CodeNotFound {
+			return Account{}, err
+		}
+	}
+	if err := a.throttled(ctx, email, client); err != nil {
+		return Account{}, err
+	}
+	acct, err := a.store.AccountByEmail(ctx, email)
+	hash := acct.PasswordHash
+	switch {
+	case err != nil && ErrorCode(err) != CodeNotFound:
+		return Account{}, err
+	case err != nil || hash == "":
+		// No such user, or one without a password: pay for a verification
+		// all the same.
+		hash = a.dummy
+	}
+	ok, verr := a.hasher.Verify(hash, password)
+	if verr != nil || !ok || hash == a.dummy {
+		a.failed(ctx, email, client)
+		return Account{}, errInvalidCredential
+	}
+	a.verified.put(key, acct.User.ID(), hash)
+	return acct, nil
+}
+
+// guessKeys returns the throttling keys of an email: per account, and per
+// account and client.
+func guessKeys(email, client string) (account, from string) {
+	account = "login:" + strings.ToLower(email)
+	return account, account + "|" + client
+}
+
+// throttled fails with CodeRateLimited when the account has no failed
+// attempts left, overall or from this client.
+func (a *Authenticator) throttled(ctx context.Context, email, client string) error {
+	account, from := guessKeys(email, client)
+	for _, lim := range []struct {
+		l   RateLimiter
+		key string
+	}{{a.guessesFrom, from}, {a.guesses, account}} {
+		if lim.l == nil {
+			continue
+		}
+		d, err := lim.l.AllowN(ctx, lim.key, 0)
+		if err != nil {
+			continue // a limiter that cannot decide does not lock anyone out
+		}
+		if d.Remaining < 1 {
+			return &Error{Code: CodeRateLimited, RetryAfter: max(d.RetryAfter, time.Second),
+				Message: "Too many failed sign-in attempts for this account; retry later"}
+		}
+	}
+	return nil
+}
+
+// failed counts a failed password check against the account.
+func (a *Authenticator) failed(ctx context.Context, email, client string) {
+	account, from := guessKeys(email, client)
+	if a.guessesFrom != nil {
+		a.guessesFrom.AllowN(ctx, from, 1)
+	}
+	if a.guesses != nil {
+		a.guesses.AllowN(ctx, account, 1)
+	}
+}
+
+// verifiedCache remembers recently verified passwords: by an HMAC of the
+// email and password under a key drawn at start, so that the memory of the
+// process holds no password and no unsalted hash of one.
+type verifiedCache struct {
+	mac   []byte
+	ttl   time.Duration
+	max   int
+	now   Clock
+	mu    sync.Mutex
+	items map[[32]byte]verified
+}
+
+type verified struct {
+	userID int64
+	hash   string
+	until  time.Time
+}
+
+func newVerifiedCache(ttl time.Duration, max int, now Clock) *verifiedCache {
+	k := make([]byte, 32)
+	rand.Read(k)
+	return &verifiedCache{mac: k, ttl: ttl, max: max, now: now, items: make(map[[32]byte]verified)}
+}
+
+func (c *verifiedCache) key(email, password string) [32]byte {
+	var k [32]byte
+	if c == nil {
+		return k
+	}
+	m := hmac.New(sha256.New, c.mac)
+	m.Write([]byte(strings.ToLower(email)))
+	m.Write([]byte{0})
+	m.Write([]byte(password))
+	m.Sum(k[:0])
+	return k
+}
+
+func (c *verifiedCache) get(k [32]byte) (int64, string, bool) {
+	if c == nil {
+		return 0, "", false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.items[k]
+	if !ok || !c.now().Before(v.until) {
+		delete(c.items, k)
+		return 0, "", false
+	}
+	return v.userID, v.hash, true
+}
+
+func (c *verifiedCache) put(k [32]byte, userID int64, hash string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.items) >= c.max {
+		// Full: drop what has expired, then arbitrary entries down to three
+		// quarters, so a flood of credentials costs a sweep per quarter of
+		// the cache, not per credential. A dropped entry costs one more
+		// password check.
+		now := c.now()
+		for k, v := range c.items {
+			if !now.Before(v.until) {
+				delete(c.items, k)
+			}
+		}
+		for k := range c.items {
+			if len(c.items) <= c.max*3/4 {
+				break
+			}
+			delete(c.items, k)
+		}
+	}
+	c.items[k] = verified{userID: userID, hash: hash, until: c.now().Add(c.ttl)}
+}
+
+func (c *verifiedCache) forget(k [32]byte) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	delete(c.items, k)
+	c.mu.Unlock()
+}

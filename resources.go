@@ -1,0 +1,43 @@
+package resourceapi
+
+import "slices"
+
+// declared lists every resource the service serves, in the order they are
+// routed and documented. It is the one place a resource is named: routes,
+// permissions, references and the schema checks derive from it.
+//
+// It is set in init rather than in its declaration because declarations
+// refer back to it (a user's permissions must name declared resources), which
+// Go's initialization order cannot resolve.
+var declared []*Resource
+
+func init() {
+	declared = []*Resource{Users, APIKeys, OAuthClients}
+}
+
+// Declared returns every resource the service serves.
+func Declared() []*Resource { return slices.Clone(declared) }
+
+// ResourceNamed returns the declared resource with the given name, or nil.
+func ResourceNamed(name string) *Resource {
+	for _, r := range declared {
+		if r.Name == name {
+			return r
+		}
+	}
+	return nil
+}
+
+// permissionOnly names the resources that permissions and roles already
+// speak of but that are not served yet (the resources release declares
+// them).
+var permissionOnly = []string{"posts", "products", "reviews", "orders", "articles", "comments"}
+
+// ResourceNames returns the resource part of every valid permission.
+func ResourceNames() []string {
+	names := make([]string, 0, len(declared)+len(permissionOnly))
+	for _, r := range declared {
+		names = append(names, r.Name)
+	}
+	return append(names, permissionOnly...)
+}

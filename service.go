@@ -1,0 +1,407 @@
+package resourceapi
+
+import (
+	"context"
+	"fmt"
+)
+
+// Service is the rule layer: every read and write of a resource, from any
+// front door (REST, GraphQL, the command line), passes through it with the
+// caller that makes it. It decides who may do what (the <resource>:<action>
+// permission, what an owner may do without it, admin-only fields, records
+// that only their owner may read or change), validates and normalizes
+// records, fills computed fields, generates and hashes secrets, and hands the
+// store a write whose record-dependent rules run inside the write
+// transaction, together with the caller's own precondition (If-Match).
+//
+// Transports only translate: a request into a caller, a resource, an Item and
+// a Record; the *Error this returns into their own format.
+type Service struct {
+	store  Store
+	hasher PasswordHasher
+}
+
+// NewService returns the rule layer over store. hasher hashes password
+// fields; it is required once a resource declares one.
+func NewService(store Store, hasher PasswordHasher) *Service {
+	return &Service{store: store, hasher: hasher}
+}
+
+// Store returns the store the service writes to, for the work that is not a
+// resource operation (authentication's lookups).
+func (s *Service) Store() Store { return s.store }
+
+// Item addresses one record: its id and, on a nested path such as
+// /users/{parent}/orders/{id}, the parent the record must belong to (0 when
+// not nested).
+type Item struct {
+	ID     int64
+	Parent int64
+}
+
+var errUnauthenticated = Errorf(CodeUnauthenticated, "Authentication required")
+
+// allowed is the outcome of the permission check that does not need the
+// stored record.
+type allowed int
+
+const (
+	// byPermission: the caller holds the permission.
+	byPermission allowed = iota + 1
+	// ifOwner: the caller lacks the permission, but the record's owner may
+	// perform the operation anyway (Access.Self): decided once the record is
+	// known.
+	ifOwner
+)
+
+// permit checks the permission of op on res. A caller without it may still
+// act on records it owns when the resource lets owners (Access.Self); then
+// the check on the record follows (owns).
+func (s *Service) permit(c *Caller, res *Resource, op Op) (allowed, error) {
+	if c == nil {
+		return 0, errUnauthenticated
+	}
+	p := PermissionFor(res.Name, op.Action())
+	if c.Can(p) {
+		return byPermission, nil
+	}
+	if res.Access.Owner != "" && res.Access.selfMay(op) && c.UserID != 0 {
+		return ifOwner, nil
+	}
+	return 0, Errorf(CodeForbidden, "Permission denied: %s", p)
+}
+
+// check applies the rules that need the record as stored (cur), for op by c
+// with the outcome a of permit: the record must belong to item's parent,
+// and to the caller when only its owner may perform op.
+func (s *Service) check(c *Caller, res *Resource, op Op, a allowed, item Item, cur Record) error {
+	if cur == nil {
+		return nil
+	}
+	if item.Parent != 0 && res.ParentOf(cur) != item.Parent {
+		return notFound(res)
+	}
+	owner := res.OwnerOf(cur)
+	mine := owner != 0 && owner == c.UserID
+	if a == ifOwner && !mine {
+		return Errorf(CodeForbidden, "Permission denied: %s", PermissionFor(res.Name, op.Action()))
+	}
+	restricted := (op == OpRead && res.Access.Private) ||
+		(op != OpRead && (res.Access.Guarded || res.Access.Private))
+	if restricted && !mine && !c.IsAdmin() {
+		return Errorf(CodeForbidden, "Only the owner of this %s or an admin may %s it", res.Singular, op.verb())
+	}
+	return nil
+}
+
+func (o Op) verb() string {
+	if o == OpRead {
+		return "read"
+	}
+	if o == OpDelete {
+		return "delete"
+	}
+	return "change"
+}
+
+// List returns one page of res's records matching q, within the parent's
+// records when parent is not 0 (a nested collection). On a resource whose
+// records are private, a caller who is not an admin sees only their own.
+func (s *Service) List(ctx context.Context, c *Caller, res *Resource, parent int64, q ListQuery) (Page, error) {
+	a, err := s.permit(c, res, OpRead)
+	if err != nil {
+		return Page{}, err
+	}
+	if err := q.Check(res); err != nil {
+		return Page{}, err
+	}
+	if parent != 0 {
+		if err := s.requireParent(ctx, c, res, parent); err != nil {
+			return Page{}, err
+		}
+		q.Filters = append(q.Filters, FilterValue{Filter: res.parentFilter(), Value: parent})
+	}
+	if (res.Access.Private || a == ifOwner) && !c.IsAdmin() {
+		// Only the caller's own records: on a nested path of another user,
+		// that is a refusal, not an empty page.
+		if parent != 0 && res.parentIsOwner() && parent != c.UserID {
+			return Page{}, Errorf(CodeForbidden, "Only the owner of these %s or an admin may read them", res.Name)
+		}
+		q.Filters = append(q.Filters, FilterValue{Filter: res.ownerFilter(), Value: c.UserID})
+	}
+	return s.store.List(ctx, res, q)
+}
+
+// requireParent fails with CodeNotFound when the parent of a nested path does
+// not exist.
+func (s *Service) requireParent(ctx context.Context, c *Caller, res *Resource, parent int64) error {
+	p := res.parentResource()
+	if p == nil {
+		return notFound(res)
+	}
+	if _, err := s.store.Get(ctx, p, parent); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Get returns one record.
+func (s *Service) Get(ctx context.Context, c *Caller, res *Resource, item Item) (Record, error) {
+	a, err := s.permit(c, res, OpRead)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := s.store.Get(ctx, res, item.ID)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.check(c, res, OpRead, a, item, rec); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// Create validates rec and stores it as a new record of res, within the
+// parent's records when parent is not 0. The record returned carries, once,
+// the plain value of every secret the service generated for it (an API key).
+func (s *Service) Create(ctx context.Context, c *Caller, res *Resource, parent int64, rec Record) (_ Record, err error) {
+	if _, err := s.permit(c, res, OpCreate); err != nil {
+		return nil, err
+	}
+	if parent != 0 {
+		if err := s.setParent(res, rec, parent); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.prepare(c, res, rec, ModeCreate); err != nil {
+		return nil, err
+	}
+	generated, err := s.generate(res, rec)
+	if err != nil {
+		return nil, err
+	}
+	if res.BeforeCreate != nil {
+		undo, err := res.BeforeCreate(ctx, s, rec)
+		if err != nil {
+			return nil, err
+		}
+		if undo != nil {
+			defer func() {
+				if err != nil {
+					undo(ctx)
+				}
+			}()
+		}
+	}
+	if err = s.finish(res, rec); err != nil {
+		return nil, err
+	}
+	out, err := s.store.Create(ctx, res, rec)
+	if err != nil {
+		if parent != 0 && isReferenceError(err, res.Parent) {
+			return nil, notFound(res.parentResource())
+		}
+		return nil, err
+	}
+	if len(generated) > 0 {
+		out = out.Clone()
+		for name, v := range generated {
+			out[name] = v
+		}
+	}
+	return out, nil
+}
+
+// Replace overwrites record item.ID with rec, or creates it with that id
+// (created is then true). cond, when not nil, is the caller's own
+// precondition (If-Match), checked inside the write transaction after the
+// rules.
+func (s *Service) Replace(ctx context.Context, c *Caller, res *Resource, item Item, rec Record, cond Condition) (_ Record, created bool, _ error) {
+	a, err := s.permit(c, res, OpReplace)
+	if err != nil {
+		return nil, false, err
+	}
+	if item.Parent != 0 {
+		if err := s.setParent(res, rec, item.Parent); err != nil {
+			return nil, false, err
+		}
+	}
+	if err := s.prepare(c, res, rec, ModeReplace); err != nil {
+		return nil, false, err
+	}
+	if err := s.finish(res, rec); err != nil {
+		return nil, false, err
+	}
+	return s.store.Replace(ctx, res, item.ID, rec, s.guard(c, res, OpReplace, a, item, cond))
+}
+
+// Update changes the fields present in patch of record item.ID. cond is as
+// for Replace.
+func (s *Service) Update(ctx context.Context, c *Caller, res *Resource, item Item, patch Record, cond Condition) (Record, error) {
+	a, err := s.permit(c, res, OpUpdate)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.prepare(c, res, patch, ModePatch); err != nil {
+		return nil, err
+	}
+	if err := s.finish(res, patch); err != nil {
+		return nil, err
+	}
+	return s.store.Update(ctx, res, item.ID, patch, s.guard(c, res, OpUpdate, a, item, cond))
+}
+
+// Delete removes record item.ID and everything that belongs to it. cond is as
+// for Replace.
+func (s *Service) Delete(ctx context.Context, c *Caller, res *Resource, item Item, cond Condition) error {
+	a, err := s.permit(c, res, OpDelete)
+	if err != nil {
+		return err
+	}
+	return s.store.Delete(ctx, res, item.ID, s.guard(c, res, OpDelete, a, item, cond))
+}
+
+// guard returns the precondition the store checks inside the write
+// transaction against the record as it is then: the rules that need it, then
+// the caller's own cond. A replace that creates (no current record) needs
+// only the caller's cond: who may create was decided before, and prepare
+// made the new record the caller's own unless the caller is an admin.
+func (s *Service) guard(c *Caller, res *Resource, op Op, a allowed, item Item, cond Condition) Condition {
+	return func(cur Record) error {
+		if cur == nil && a == ifOwner && op != OpReplace {
+			return notFound(res)
+		}
+		if err := s.check(c, res, op, a, item, cur); err != nil {
+			return err
+		}
+		if cond != nil {
+			return cond(cur)
+		}
+		return nil
+	}
+}
+
+// setParent puts the parent id of a nested path into rec: the path names
+// the parent, and a body that names another is refused.
+func (s *Service) setParent(res *Resource, rec Record, parent int64) error {
+	if res.Parent == "" {
+		return notFound(res)
+	}
+	if v, ok := rec[res.Parent]; ok && v != parent {
+		if n, isInt := v.(int64); !isInt || n != parent {
+			rec[res.Parent] = invalidValue{"does not match the " + res.parentResource().Singular + " in the path"}
+			return nil
+		}
+	}
+	rec[res.Parent] = parent
+	return nil
+}
+
+// prepare authorizes the fields a write sets, fills in the owner of a new
+// record, and validates and normalizes the record.
+func (s *Service) prepare(c *Caller, res *Resource, rec Record, mode WriteMode) error {
+	if err := res.authorizeFields(c, rec); err != nil {
+		return err
+	}
+	if owner := res.Access.Owner; owner != "" && owner != "id" {
+		v, sent := rec[owner]
+		switch {
+		case !sent && mode != ModePatch && c.UserID != 0:
+			rec[owner] = c.UserID
+		case sent && !c.IsAdmin():
+			if id, ok := v.(int64); ok && id != c.UserID {
+				return Errorf(CodeForbidden, "Only an admin may set %s to another user", owner)
+			}
+		}
+	}
+	return Validate(res, rec, mode)
+}
+
+// generate creates the values of generated fields on create and returns
+// the plain values of the secrets among them, to be shown once.
+func (s *Service) generate(res *Resource, rec Record) (map[string]string, error) {
+	var out map[string]string
+	for _, f := range res.Fields {
+		if f.Generate == nil {
+			continue
+		}
+		v, err := f.Generate(rec)
+		if err != nil {
+			return nil, fmt.Errorf("generate %s: %w", f.Name, err)
+		}
+		if v == "" {
+			continue
+		}
+		rec[f.Name] = v
+		if f.Secret == NotSecret {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]string)
+		}
+		out[f.Name] = v
+	}
+	return out, nil
+}
+
+// finish computes the computed fields and hashes the secrets of a validated
+// record, so that what reaches the store is complete and holds no plain
+// secret.
+func (s *Service) finish(res *Resource, rec Record) error {
+	if res.Compute != nil {
+		res.Compute(rec)
+	}
+	for _, f := range res.Fields {
+		v, ok := rec[f.Name].(string)
+		if !ok {
+			continue
+		}
+		switch f.Secret {
+		case SecretPassword:
+			if s.hasher == nil {
+				return fmt.Errorf("hash %s: no password hasher configured", f.Name)
+			}
+			h, err := s.hasher.Hash(v)
+			if err != nil {
+				return fmt.Errorf("hash %s: %w", f.Name, err)
+			}
+			rec[f.Name] = h
+		case SecretToken:
+			rec[f.Name] = HashToken(v)
+		}
+	}
+	return nil
+}
+
+func notFound(res *Resource) error {
+	return Errorf(CodeNotFound, "%s not found", capitalize(res.Singular))
+}
+
+// NotFound returns the error of an id that names no record of res.
+func NotFound(res *Resource) error { return notFound(res) }
+
+// capitalize upper-cases the first letter of an ASCII word, for messages.
+func capitalize(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
+}
+
+// isReferenceError reports whether err is the store's refusal of a value of
+// field that names no record (a foreign key with nothing to point at).
+func isReferenceError(err error, field string) bool {
+	e, ok := err.(*Error)
+	if !ok {
+		e = ErrorOf(err)
+	}
+	if e.Code != CodeUnprocessable {
+		return false
+	}
+	for _, d := range e.Details {
+		if d.Field == field {
+			return true
+		}
+	}
+	return false
+}
