@@ -79,3 +79,10 @@ func (dialect) InsertedID(ctx context.Context, tx sqlstore.Execer, res *resource
 func (dialect) ForUpdate() string { return " FOR UPDATE" }
 
 func (dialect) OrderBy(column string, _ bool) string { return column }
+
+// Permissions unions the user's grants with those of their roles.
+func (dialect) Permissions(u string) string {
+	return "(SELECT coalesce(jsonb_agg(p), '[]'::jsonb) FROM (" +
+		"SELECT jsonb_array_elements_text(" + u + ".permissions) AS p UNION " +
+		"SELECT jsonb_array_elements_text(r.permissions) FROM roles r WHERE " + u + ".roles ? r.name) AS x)"
+}

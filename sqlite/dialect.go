@@ -117,3 +117,10 @@ func (dialect) OrderBy(column string, search bool) string {
 	}
 	return column
 }
+
+// Permissions unions the user's grants with those of their roles.
+func (dialect) Permissions(u string) string {
+	return "(SELECT json_group_array(p) FROM (" +
+		"SELECT value AS p FROM json_each(" + u + ".permissions) UNION " +
+		"SELECT rp.value FROM roles r, json_each(r.permissions) rp WHERE r.name IN (SELECT value FROM json_each(" + u + ".roles))))"
+}

@@ -46,6 +46,10 @@ type Dialect interface {
 	// LockRetain serialises the writes that check res's Retain invariant, on
 	// databases where transactions could otherwise both pass the check.
 	LockRetain(ctx context.Context, tx Execer, res *resourceapi.Resource) error
+	// Permissions returns an expression, over the users row aliased user,
+	// whose value is a JSON array of the user's effective permissions: their
+	// own grants and those of their roles in the roles table, each once.
+	Permissions(user string) string
 	// InsertedID makes the id sequence of res skip past an id inserted
 	// explicitly, so that later inserts never collide with it.
 	InsertedID(ctx context.Context, tx Execer, res *resourceapi.Resource, id int64) error

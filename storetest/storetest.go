@@ -95,6 +95,7 @@ func TestStore(t *testing.T, open func(t *testing.T) resourceapi.Store) {
 		{"Concurrency", testConcurrency},
 		{"Context", testContext},
 		{"MaxID", testMaxID},
+		{"Identity", testIdentity},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, opened) })
