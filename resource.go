@@ -345,6 +345,10 @@ func (r *Resource) ParentOf(rec Record) int64 {
 	return id
 }
 
+// ParentResource returns the resource records are nested under in paths
+// (the resource the Parent field references), or nil.
+func (r *Resource) ParentResource() *Resource { return r.parentResource() }
+
 // parentResource returns the resource of the parent field, or nil.
 func (r *Resource) parentResource() *Resource {
 	if r.Parent == "" {

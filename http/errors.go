@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
 	"strconv"
 
@@ -72,10 +73,15 @@ func (s *Server) respondError(w http.ResponseWriter, r *http.Request, status int
 	h.Del("Last-Modified")
 	h.Del("Location")
 	h["Cache-Control"] = noStore
-	if status == http.StatusUnauthorized && h.Get("WWW-Authenticate") == "" {
-		// RFC 9110 requires a challenge on 401; authentication may set a
-		// more specific one before it writes the error.
-		h.Set("WWW-Authenticate", `Bearer realm="`+s.vendor+`"`)
+	switch {
+	case status == http.StatusUnauthorized && h.Get("WWW-Authenticate") == "":
+		// RFC 9110 requires a challenge on 401: every scheme the API takes.
+		h.Set("WWW-Authenticate", `Bearer realm="`+s.vendor+`", Basic realm="`+s.vendor+`", charset="UTF-8"`)
+	case e.Code == resourceapi.CodeInvalidToken:
+		h.Set("WWW-Authenticate", `Bearer realm="`+s.vendor+`", error="invalid_token"`)
+	}
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.FormatInt(int64(math.Ceil(e.RetryAfter.Seconds())), 10))
 	}
 
 	buf := getBuffer()

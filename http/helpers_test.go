@@ -24,6 +24,7 @@ import (
 	"github.com/resourceapi/resourceapi/postgres"
 	"github.com/resourceapi/resourceapi/postgres/pgtest"
 	"github.com/resourceapi/resourceapi/sqlite"
+	"github.com/resourceapi/resourceapi/token"
 )
 
 // testHasher is argon2id at its cheapest legal cost: the real encoding and
@@ -88,17 +89,40 @@ func mustPostgres(tb testing.TB, now resourceapi.Clock) resourceapi.Store {
 	return db
 }
 
-// mustServer serves store over a real listener until tb ends. opts adjust
-// the Config.
+// testSecret signs the test servers' access tokens.
+var testSecret = []byte("0123456789abcdef0123456789abcdef")
+
+// testConfig returns the Config of a test server on store: the real rule
+// layer and authentication, with a cheap password hasher.
+func testConfig(tb testing.TB, store resourceapi.Store) rhttp.Config {
+	tb.Helper()
+	tokens, err := token.New(testSecret, token.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	auth, err := resourceapi.NewAuthenticator(resourceapi.AuthConfig{
+		Store: store.(resourceapi.IdentityStore), Hasher: testHasher(), Tokens: tokens})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return rhttp.Config{Service: resourceapi.NewService(store, testHasher()), Auth: auth, Logger: testLogger(tb)}
+}
+
+// adminEmail is the test servers' admin, whose API key clients send unless
+// a test says otherwise. It is user 1 of every test database.
+const adminEmail = "admin@test.example"
+
+// mustServer serves store over a real listener until tb ends, with an admin
+// (user 1) whose API key the returned client sends. opts adjust the Config.
 func mustServer(tb testing.TB, store resourceapi.Store, opts ...func(*rhttp.Config)) *client {
 	tb.Helper()
-	cfg := rhttp.Config{Service: resourceapi.NewService(store, testHasher()), Logger: testLogger(tb)}
+	cfg := testConfig(tb, store)
 	for _, o := range opts {
 		o(&cfg)
 	}
 	srv := httptest.NewServer(rhttp.NewServer(cfg).Handler())
 	tb.Cleanup(srv.Close)
-	return &client{tb: tb, base: srv.URL, hc: &http.Client{
+	c := &client{tb: tb, base: srv.URL, service: cfg.Service, hc: &http.Client{
 		// Compression is asserted by the tests, so the client must not
 		// negotiate or undo it behind their backs.
 		Transport: &http.Transport{DisableCompression: true},
@@ -106,6 +130,38 @@ func mustServer(tb testing.TB, store resourceapi.Store, opts ...func(*rhttp.Conf
 			return http.ErrUseLastResponse
 		},
 	}}
+	return c.as(c.mustAccount("Test Admin", adminEmail, resourceapi.RoleAdmin))
+}
+
+// mustAccount creates a user with the given roles (through the rule layer,
+// as the command line would) and returns an API key of theirs.
+func (c *client) mustAccount(name, email string, roles ...string) string {
+	c.tb.Helper()
+	ctx := context.Background()
+	u, err := c.service.Create(ctx, resourceapi.SystemCaller(), resourceapi.Users, 0, resourceapi.Record{
+		"name": name, "email": email, "roles": roles, "password": "correct horse battery"})
+	if err != nil {
+		c.tb.Fatalf("create %s: %v", email, err)
+	}
+	k, err := c.service.Create(ctx, resourceapi.SystemCaller(), resourceapi.APIKeys, 0, resourceapi.Record{"user_id": u.ID()})
+	if err != nil {
+		c.tb.Fatalf("create API key of %s: %v", email, err)
+	}
+	return k["key"].(string)
+}
+
+// as returns a client of the same server that sends the API key key.
+func (c *client) as(key string) *client {
+	cc := *c
+	cc.auth = []string{"X-API-Key", key}
+	return &cc
+}
+
+// anonymous returns a client of the same server that sends no credential.
+func (c *client) anonymous() *client {
+	cc := *c
+	cc.auth = nil
+	return &cc
 }
 
 // forEachStore runs f against a fresh server and database of every backend.
@@ -121,9 +177,13 @@ func forEachStore(t *testing.T, f func(t *testing.T, c *client), opts ...func(*r
 
 // client sends requests to a test server.
 type client struct {
-	tb   testing.TB
-	base string
-	hc   *http.Client
+	tb      testing.TB
+	base    string
+	hc      *http.Client
+	service *resourceapi.Service
+	// auth is the credential header (name, value) every request carries
+	// unless its own headers name it.
+	auth []string
 }
 
 // reply is a response with its body read.
@@ -147,6 +207,9 @@ func (c *client) do(method, path, body string, headers ...string) *reply {
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if len(c.auth) == 2 {
+		req.Header.Set(c.auth[0], c.auth[1])
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		switch name, value := headers[i], headers[i+1]; {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -92,49 +91,6 @@ func TestMethods(t *testing.T) {
 	})
 }
 
-func TestPermissions(t *testing.T) {
-	for _, b := range backends() {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			store := b.open(t, newClock().Now)
-			admin := serverAs(t, store, resourceapi.NewCaller(1, "", []string{resourceapi.RoleAdmin}, resourceapi.DefaultRoles()))
-			id := admin.mustUser("Ann", "ann@example.com")
-			item := fmt.Sprintf("/api/users/%d", id)
-
-			reader := serverAs(t, store, resourceapi.NewCaller(2, "", []string{resourceapi.RoleUser}, resourceapi.DefaultRoles()))
-			reader.get(item).mustStatus(t, http.StatusOK)
-			reader.get("/api/users").mustStatus(t, http.StatusOK)
-			reader.post("/api/users", `{"name":"B","email":"b@example.com"}`).mustError(t, http.StatusForbidden, resourceapi.CodeForbidden)
-			reader.do("PUT", item, `{"name":"B","email":"b@example.com"}`).mustError(t, http.StatusForbidden, resourceapi.CodeForbidden)
-			reader.do("PATCH", item, `{"name":"B"}`).mustError(t, http.StatusForbidden, resourceapi.CodeForbidden)
-			reader.do("DELETE", item, "").mustError(t, http.StatusForbidden, resourceapi.CodeForbidden)
-
-			// A writer who is not an admin may not set roles (Authorize).
-			writer := serverAs(t, store, resourceapi.NewCaller(3, "", []string{resourceapi.RoleUser}, resourceapi.DefaultRoles(), "users:write"))
-			writer.post("/api/users", `{"name":"B","email":"b@example.com","roles":["admin"]}`).mustError(t, http.StatusForbidden, resourceapi.CodeForbidden)
-			writer.do("PATCH", item, `{"roles":["user"]}`).mustError(t, http.StatusForbidden, resourceapi.CodeForbidden)
-			writer.do("PATCH", item, `{"name":"Ann B"}`).mustStatus(t, http.StatusOK)
-			writer.do("DELETE", item, "").mustError(t, http.StatusForbidden, resourceapi.CodeForbidden)
-			writer.post("/api/users", `{"name":"B","email":"b@example.com"}`).mustStatus(t, http.StatusCreated)
-
-			nobody := serverAs(t, store, nil)
-			r := nobody.get(item)
-			r.mustError(t, http.StatusUnauthorized, resourceapi.CodeUnauthenticated)
-			if !strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "Bearer") {
-				t.Errorf("401 WWW-Authenticate = %q, want a Bearer challenge", r.Header.Get("WWW-Authenticate"))
-			}
-			// /healthz needs no caller.
-			nobody.get("/healthz").mustStatus(t, http.StatusOK)
-		})
-	}
-}
-
-func serverAs(t *testing.T, store resourceapi.Store, caller *resourceapi.Caller) *client {
-	t.Helper()
-	srv := httptest.NewServer(rhttp.NewServerAs(rhttp.Config{Service: resourceapi.NewService(store, testHasher()), Logger: testLogger(t)}, caller).Handler())
-	t.Cleanup(srv.Close)
-	return &client{tb: t, base: srv.URL, hc: &http.Client{Transport: &http.Transport{DisableCompression: true}}}
-}
 
 // logBuffer collects a server's log lines, safely across its goroutines.
 type logBuffer struct {
@@ -217,7 +173,7 @@ func TestRecover(t *testing.T) {
 
 func TestInternalErrorsAreHidden(t *testing.T) {
 	var logs logBuffer
-	failing := &failingStore{Store: mustSQLite(t, nil), err: errors.New("pq: relation users does not exist at 10.0.0.5")}
+	failing := &failingStore{fullStore: mustSQLite(t, nil).(fullStore), err: errors.New("pq: relation users does not exist at 10.0.0.5")}
 	c := mustServer(t, failing, func(cfg *rhttp.Config) { cfg.Logger = logs.logger() })
 	r := c.get("/api/users", "X-Request-ID", "req-7")
 	details := r.mustError(t, http.StatusInternalServerError, resourceapi.CodeInternal)
@@ -231,8 +187,14 @@ func TestInternalErrorsAreHidden(t *testing.T) {
 
 // failingStore fails List and Ping with err.
 type failingStore struct {
-	resourceapi.Store
+	fullStore
 	err error
+}
+
+// fullStore is what the server needs of a store: resources and identities.
+type fullStore interface {
+	resourceapi.Store
+	resourceapi.IdentityStore
 }
 
 func (s *failingStore) List(context.Context, *resourceapi.Resource, resourceapi.ListQuery) (resourceapi.Page, error) {
@@ -252,7 +214,7 @@ func TestHealth(t *testing.T) {
 		}
 	})
 	var logs logBuffer
-	c := mustServer(t, &failingStore{Store: mustSQLite(t, nil), err: errors.New("disk on fire")},
+	c := mustServer(t, &failingStore{fullStore: mustSQLite(t, nil).(fullStore), err: errors.New("disk on fire")},
 		func(cfg *rhttp.Config) { cfg.Logger = logs.logger() })
 	c.get("/healthz").mustStatus(t, http.StatusOK)
 	c.get("/readyz").mustError(t, http.StatusServiceUnavailable, resourceapi.CodeUnavailable)

@@ -231,7 +231,14 @@ func dsn(path string, sync Sync, readOnly bool) string {
 	} else {
 		v.Set("_txlock", "immediate")
 	}
-	return "file:" + path + "?" + v.Encode()
+	return "file:" + escapePath(path) + "?" + v.Encode()
+}
+
+// escapePath makes a file path safe in a SQLite URI filename, where "?"
+// starts the parameters and "#" a fragment: unescaped, /tmp/a#1/x.db opens
+// /tmp/a. SQLite decodes %HH escapes in URI paths.
+func escapePath(path string) string {
+	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 }
 
 // Migrate brings the schema of the SQLite file at path up to date and

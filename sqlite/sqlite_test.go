@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"net/url"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -112,4 +113,25 @@ func TestOneProcessPerFile(t *testing.T) {
 		t.Fatalf("Open after Close: %v", err)
 	}
 	again.Close()
+}
+
+// TestPathWithURICharacters opens databases whose paths hold the characters
+// that end a URI path: each must be its own file.
+func TestPathWithURICharacters(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"a#1", "a#2", "b?x=1", "c%41"} {
+		path := filepath.Join(dir, name, "test.db")
+		db, err := sqlite.Open(context.Background(), path, sqlite.Options{Sync: sqlite.SyncNormal})
+		if err != nil {
+			t.Fatalf("Open(%q): %v", path, err)
+		}
+		_, err = db.Create(context.Background(), resourceapi.Users, resourceapi.Record{"name": "A", "email": "a@example.com"})
+		db.Close()
+		if err != nil {
+			t.Fatalf("Create in %q: %v (another database's row?)", path, err)
+		}
+		if _, err := os.Stat(path); err != nil {
+			t.Fatalf("database file %q: %v", path, err)
+		}
+	}
 }
