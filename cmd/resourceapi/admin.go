@@ -14,7 +14,8 @@ import (
 // admin, so that a fresh installation can be administered at all. The
 // password comes from the configuration or is generated, and a generated one
 // is printed once, to stderr, and never again.
-func bootstrapAdmin(ctx context.Context, cfg config, db resourceapi.Store, hasher resourceapi.PasswordHasher, stderr io.Writer) error {
+func bootstrapAdmin(ctx context.Context, cfg config, svc *resourceapi.Service, stderr io.Writer) error {
+	db := svc.Store()
 	admins, err := resourceapi.ParseListQuery(resourceapi.Users, url.Values{
 		"role": {resourceapi.RoleAdmin}, "limit": {"1"},
 	})
@@ -38,18 +39,23 @@ func bootstrapAdmin(ctx context.Context, cfg config, db resourceapi.Store, hashe
 		"password": password,
 		"roles":    []string{resourceapi.RoleAdmin},
 	}
-	created, err := resourceapi.NewService(db, hasher).Create(ctx, resourceapi.SystemCaller(), resourceapi.Users, 0, rec)
+	created, err := svc.Create(ctx, resourceapi.SystemCaller(), resourceapi.Users, 0, rec)
 	if resourceapi.ErrorCode(err) == resourceapi.CodeValidation {
 		return fmt.Errorf("bootstrap admin (check RESOURCEAPI_ADMIN_EMAIL and RESOURCEAPI_ADMIN_PASSWORD): %w", err)
 	}
 	if err != nil {
 		return fmt.Errorf("bootstrap admin %s: %w", cfg.AdminEmail, err)
 	}
-	if generated {
-		fmt.Fprintf(stderr, "\nCreated the first admin user (id %d).\n  email:    %s\n  password: %s\nThis password is shown once and never again.\n\n",
-			created.ID(), cfg.AdminEmail, password)
-	} else {
-		fmt.Fprintf(stderr, "Created the first admin user %s (id %d) with RESOURCEAPI_ADMIN_PASSWORD.\n", cfg.AdminEmail, created.ID())
+	key, err := svc.Create(ctx, resourceapi.SystemCaller(), resourceapi.APIKeys, 0,
+		resourceapi.Record{"user_id": created.ID(), "name": "bootstrap"})
+	if err != nil {
+		return fmt.Errorf("bootstrap admin's API key: %w", err)
 	}
+	shown, once := "(from RESOURCEAPI_ADMIN_PASSWORD)", "The API key is shown once and never again."
+	if generated {
+		shown, once = password, "The password and the API key are shown once and never again."
+	}
+	fmt.Fprintf(stderr, "\nCreated the first admin user (id %d).\n  email:    %s\n  password: %s\n  API key:  %s\n%s\n\n",
+		created.ID(), cfg.AdminEmail, shown, key["key"], once)
 	return nil
 }

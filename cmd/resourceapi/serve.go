@@ -17,9 +17,11 @@ import (
 	"github.com/resourceapi/resourceapi/sqlite"
 )
 
-// store is a resourceapi.Store that holds connections to release.
+// store is what the program needs of a database: resources, identities,
+// and connections to release.
 type store interface {
 	resourceapi.Store
+	resourceapi.IdentityStore
 	Close() error
 }
 
@@ -74,9 +76,15 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		}
 	}()
 	hasher := argon2id.New()
-	if err := bootstrapAdmin(ctx, cfg, db, hasher, stderr); err != nil {
+	service := resourceapi.NewService(db, hasher)
+	if err := bootstrapAdmin(ctx, cfg, service, stderr); err != nil {
 		return err
 	}
+	id, err := newIdentity(ctx, cfg, db, hasher, log)
+	if err != nil {
+		return err
+	}
+	defer id.Close()
 
 	var accessLog *slog.Logger
 	if cfg.AccessLog {
@@ -85,7 +93,10 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		accessLog = newLogger(cfg, w)
 	}
 	api := http.NewServer(http.Config{
-		Service:     resourceapi.NewService(db, hasher),
+		Service:        service,
+		Auth:           id.auth,
+		RateLimiter:    id.limiter,
+		TrustedProxies: cfg.TrustedProxies,
 		Logger:      log,
 		AccessLog:   accessLog,
 		Vendor:      cfg.Vendor,
