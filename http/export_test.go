@@ -32,7 +32,6 @@ func Compress(h http.Handler) http.Handler { return (&Server{}).compress(h) }
 // panics).
 func Middleware(cfg Config, h http.Handler) http.Handler { return NewServer(cfg).middleware(h) }
 
-
 // RenderRecord renders rec as the API shows it (only fields, when not nil).
 func RenderRecord(res *resourceapi.Resource, rec resourceapi.Record, fields []string) ([]byte, error) {
 	return newView(res).appendRecord(nil, rec, fields)

@@ -91,7 +91,6 @@ func TestMethods(t *testing.T) {
 	})
 }
 
-
 // logBuffer collects a server's log lines, safely across its goroutines.
 type logBuffer struct {
 	mu  sync.Mutex

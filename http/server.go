@@ -60,11 +60,11 @@ type Server struct {
 	limiter        resourceapi.RateLimiter
 	trustedProxies []netip.Prefix
 	oauth          http.Handler
-	logger      *slog.Logger
-	vendor      string
-	corsOrigins []string
-	accessLog   *slog.Logger
-	maxBody     int64
+	logger         *slog.Logger
+	vendor         string
+	corsOrigins    []string
+	accessLog      *slog.Logger
+	maxBody        int64
 
 	ids     *idGenerator
 	handler http.Handler
@@ -83,12 +83,12 @@ func NewServer(cfg Config) *Server {
 		limiter:        cfg.RateLimiter,
 		trustedProxies: cfg.TrustedProxies,
 		oauth:          cfg.OAuth,
-		logger:      cfg.Logger,
-		vendor:      strings.ToLower(cfg.Vendor),
-		corsOrigins: cfg.CORSOrigins,
-		accessLog:   cfg.AccessLog,
-		maxBody:     cfg.MaxBodyBytes,
-		ids:         newIDGenerator(),
+		logger:         cfg.Logger,
+		vendor:         strings.ToLower(cfg.Vendor),
+		corsOrigins:    cfg.CORSOrigins,
+		accessLog:      cfg.AccessLog,
+		maxBody:        cfg.MaxBodyBytes,
+		ids:            newIDGenerator(),
 	}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)

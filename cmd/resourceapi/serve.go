@@ -97,10 +97,10 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		Auth:           id.auth,
 		RateLimiter:    id.limiter,
 		TrustedProxies: cfg.TrustedProxies,
-		Logger:      log,
-		AccessLog:   accessLog,
-		Vendor:      cfg.Vendor,
-		CORSOrigins: cfg.CORSOrigins,
+		Logger:         log,
+		AccessLog:      accessLog,
+		Vendor:         cfg.Vendor,
+		CORSOrigins:    cfg.CORSOrigins,
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
