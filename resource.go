@@ -154,6 +154,11 @@ type Resource struct {
 	// Path is the collection's path segment when it differs from Name
 	// (api-keys for the table api_keys).
 	Path string
+	// Example returns the n-th example of a valid create body (values of
+	// the fields' Go types; owner and parent left out, so the creator owns
+	// it), distinct for each n: for the API documentation, and for tests
+	// that go over every resource.
+	Example func(n int) Record
 	// Check, when set, checks what a record's fields must agree on, after
 	// each field passed its own checks. It sees the fields the write sets
 	// (all of them but Keep fields, except in ModePatch).

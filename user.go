@@ -36,6 +36,9 @@ var Users = NewResource(Resource{
 	// users:read or users:write (not its roles or permissions, which only an
 	// admin sets).
 	Access: Access{Owner: "id", Self: []Op{OpRead, OpUpdate}},
+	Example: func(n int) Record {
+		return Record{"name": "Ada Lovelace " + itoa(n), "email": "ada" + itoa(n) + "@example.com", "age": int64(36)}
+	},
 	Filters: []Filter{
 		{Param: "status", Kind: FilterSoftDelete, Values: []string{StatusActive, StatusDeleted, StatusAll}, Default: StatusActive},
 		{Param: "role", Kind: FilterContains, Field: "roles", Values: RoleNames()},
