@@ -31,10 +31,6 @@ var statusOf = map[resourceapi.Code]int{
 	resourceapi.CodeUnavailable:          http.StatusServiceUnavailable,
 }
 
-// internalError is what a client sees of any failure that is not a
-// *resourceapi.Error: nothing about its cause.
-var internalError = &resourceapi.Error{Code: resourceapi.CodeInternal, Message: "Internal server error"}
-
 // statusClientClosedRequest is the status of a request whose client went
 // away before it was answered: nginx's 499 "client closed request". It only
 // reaches the access log; the connection it is written to is gone.
@@ -61,7 +57,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := resourceapi.ErrorOf(err)
 	status, known := statusOf[e.Code]
 	if !known {
-		e, status = internalError, http.StatusInternalServerError
+		// A code without a status is a programming error; the client
+		// learns no more of it than of any internal failure.
+		e, status = resourceapi.ErrorOf(nil), http.StatusInternalServerError
 	}
 	if status >= 500 {
 		s.logFailure(r, slog.LevelError, status, err)
