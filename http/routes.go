@@ -18,8 +18,8 @@ var resources = []*resourceapi.Resource{
 // (/api/v3/...) matches no route and is 404.
 var apiPrefixes = []string{"/api", "/api/v1", "/api/v2"}
 
-// routes is the whole HTTP surface. GET routes answer HEAD too; OPTIONS, 404
-// and 405 are answered for every path by routeErrors.
+// routes is the whole HTTP surface. GET routes answer HEAD too; routeErrors
+// answers OPTIONS on the paths these routes have, and 404 and 405.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", s.healthz())
