@@ -14,8 +14,8 @@ import (
 // Authentication is not built yet: every request acts as an administrator.
 // This is the one place where credentials will be checked (X-API-Key,
 // Authorization: Bearer and Basic; 401 UNAUTHENTICATED without one, 403
-// INVALID_TOKEN for a bad one, per decisions.md section 4), so that the
-// handlers do not change when it lands.
+// INVALID_TOKEN for a bad one; see docs/api.md), so that the handlers do not
+// change when it lands.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		next.ServeHTTP(w, r.WithContext(resourceapi.WithCaller(r.Context(), s.anonymous)))

@@ -187,7 +187,7 @@ func TestHead(t *testing.T) {
 
 // TestHeadCompressed sends HEAD and GET for bodies of 1 KiB and more, which
 // GET compresses: HEAD must describe the same response, encoding, tag and
-// length included (decisions: same status and headers as GET, no body).
+// length included (docs/api.md: same status and headers as GET, no body).
 func TestHeadCompressed(t *testing.T) {
 	forEachStore(t, func(t *testing.T, c *client) {
 		id := mustManyUsers(t, c, 100)

@@ -57,8 +57,8 @@ var (
 // minCompressSize, buffering up to that much to decide. The entity tag of a
 // compressed response gets a coding suffix (see codingSuffixes).
 //
-// HEAD is answered exactly as GET would be, headers included (decisions:
-// "same status and headers as GET"): the handler writes the body it would
+// HEAD is answered exactly as GET would be, headers included (docs/api.md:
+// same status and headers, no body): the handler writes the body it would
 // send, which is compressed and then dropped by net/http, so Content-Encoding,
 // Vary, the suffixed ETag and the Content-Length that net/http adds or not
 // come out the same. A 304 carries the tag of the 200 it stands for, suffix

@@ -79,7 +79,7 @@ func (s *Server) logFailure(r *http.Request, level slog.Level, status int, err e
 
 // respondError writes e as the body of an error response in the format of
 // the request's API version: version 2 speaks RFC 9457 problem details,
-// version 1 (and everything outside /api) the envelope of interface.md.
+// version 1 (and everything outside /api) the {"error": {...}} envelope.
 func (s *Server) respondError(w http.ResponseWriter, r *http.Request, status int, e *resourceapi.Error) {
 	info := infoFrom(r)
 	h := w.Header()
