@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 	"github.com/resourceapi/resourceapi/postgres"
 	"github.com/resourceapi/resourceapi/postgres/pgtest"
 	"github.com/resourceapi/resourceapi/sqlite"
+	"github.com/resourceapi/resourceapi/storetest"
 	"github.com/resourceapi/resourceapi/token"
 )
 
@@ -33,23 +33,12 @@ func testHasher() resourceapi.PasswordHasher {
 	return &argon2id.Hasher{Memory: 8, Time: 1, Threads: 1, KeyLen: 16, SaltLen: 16}
 }
 
-// clock is a store clock that moves step forward on every reading, so that
-// records written one after another have distinct timestamps.
-type clock struct {
-	mu   sync.Mutex
-	now  time.Time
-	step time.Duration
-}
-
-func newClock() *clock {
-	return &clock{now: time.Date(2026, 11, 21, 5, 7, 37, 123_456_789, time.UTC), step: 1500 * time.Millisecond}
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(c.step)
-	return c.now
+// newClock returns a store clock that moves 1.5 s forward on every reading,
+// so that records written one after another have distinct timestamps, a
+// second or more apart (If-Modified-Since and Last-Modified have whole
+// seconds).
+func newClock() *storetest.Clock {
+	return storetest.NewClock(time.Date(2026, 11, 21, 5, 7, 37, 123_456_789, time.UTC), 1500*time.Millisecond)
 }
 
 // backend opens a fresh, empty store of one kind.

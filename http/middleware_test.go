@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/resourceapi/resourceapi"
@@ -307,4 +309,84 @@ func TestAccessLog(t *testing.T) {
 	if quiet.String() != "" {
 		t.Errorf("access log off, yet logged:\n%s", quiet.String())
 	}
+}
+
+// TestClientGone cancels a request while the store is serving it, as a load
+// generator closing its connections does: the client went away, which is not
+// a server error, so the access log says 499 (nginx's "client closed
+// request") and nothing is logged as an error. A store that really fails is
+// still a logged 500.
+func TestClientGone(t *testing.T) {
+	var logs, access logBuffer
+	store := &blockingStore{fullStore: mustSQLite(t, nil).(fullStore), entered: make(chan struct{}, 1)}
+	cfg := testConfig(t, store)
+	cfg.Logger, cfg.AccessLog = logs.logger(), access.logger()
+	key := (&client{tb: t, service: cfg.Service}).mustAccount("Admin", adminEmail, resourceapi.RoleAdmin)
+	api := rhttp.NewServer(cfg).Handler()
+	served := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		api.ServeHTTP(w, r) // the access line is written when this returns
+		served <- struct{}{}
+	}))
+	defer srv.Close()
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/users", nil)
+	req.Header.Set("X-Request-ID", "gone-1")
+	req.Header.Set("X-API-Key", key)
+	failed := make(chan error, 1)
+	go func() {
+		resp, err := hc.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		failed <- err
+	}()
+	<-store.entered
+	cancel() // closes the connection while the store waits
+	if err := <-failed; err == nil {
+		t.Fatal("the cancelled request succeeded")
+	}
+	<-served
+	if log := access.String(); !strings.Contains(log, `"request_id":"gone-1"`) || !strings.Contains(log, `"status":499`) || strings.Contains(log, `"status":500`) {
+		t.Errorf("access log of a request the client abandoned, want status 499:\n%s", log)
+	}
+	if log := logs.String(); strings.Contains(log, `"level":"ERROR"`) {
+		t.Errorf("a request the client abandoned was logged as an error:\n%s", log)
+	}
+
+	// A real failure is still a 500, in the access log and as an error.
+	store.fail.Store(true)
+	req, _ = http.NewRequest("GET", srv.URL+"/api/users", nil)
+	req.Header.Set("X-API-Key", key)
+	r, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	<-served
+	if r.StatusCode != http.StatusInternalServerError || !strings.Contains(access.String(), `"status":500`) ||
+		!strings.Contains(logs.String(), `"level":"ERROR"`) || !strings.Contains(logs.String(), "disk on fire") {
+		t.Errorf("store failure: status %d; access log:\n%s\nlog:\n%s", r.StatusCode, access.String(), logs.String())
+	}
+}
+
+// blockingStore's List waits for its request to be cancelled and fails with
+// the context's error, as the real stores do; once fail is set, it fails at
+// once with an error of its own instead.
+type blockingStore struct {
+	fullStore
+	entered chan struct{}
+	fail    atomic.Bool
+}
+
+func (s *blockingStore) List(ctx context.Context, _ *resourceapi.Resource, _ resourceapi.ListQuery) (resourceapi.Page, error) {
+	if s.fail.Load() {
+		return resourceapi.Page{}, errors.New("disk on fire")
+	}
+	s.entered <- struct{}{}
+	<-ctx.Done()
+	return resourceapi.Page{}, fmt.Errorf("list users: %w", ctx.Err())
 }

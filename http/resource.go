@@ -301,8 +301,11 @@ func (h *resourceHandlers) writeRecord(w http.ResponseWriter, r *http.Request, s
 	return nil
 }
 
-// writeCacheable sends the 200 response of a GET with its validators, or 304
-// when the client's copy is current.
+// writeCacheable sends the 200 response of a GET (or HEAD) with its
+// validators, or 304 when the client's copy is current. The 304 declares the
+// length of the 200 it stands for, so that the compressor gives it the tag
+// that 200 would have had (see compressWriter.notModified); the length itself
+// is not sent.
 func writeCacheable(w http.ResponseWriter, r *http.Request, body []byte, tag string, modified time.Time) {
 	h := w.Header()
 	h["Etag"] = []string{tag} // the canonical form of ETag, set without canonicalizing
@@ -311,6 +314,7 @@ func writeCacheable(w http.ResponseWriter, r *http.Request, body []byte, tag str
 		h["Last-Modified"] = []string{modified.UTC().Format(http.TimeFormat)}
 	}
 	if notModified(r, tag, modified) {
+		h["Content-Length"] = []string{strconv.Itoa(len(body))}
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}

@@ -15,8 +15,8 @@ var apiPrefixes = []string{"/api", "/api/v1", "/api/v2"}
 // routes is the whole HTTP surface. Every declared resource
 // (resourceapi.Declared) gets its collection and item routes under each API
 // prefix, and, when it has a parent, the same nested under the parent's item
-// (/api/users/{parent}/api-keys). GET routes answer HEAD too; OPTIONS, 404
-// and 405 are answered for every path by routeErrors.
+// (/api/users/{parent}/api-keys). GET routes answer HEAD too; routeErrors
+// answers OPTIONS on the paths these routes have, and 404 and 405.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", s.healthz())

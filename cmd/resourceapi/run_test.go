@@ -128,19 +128,3 @@ func TestServeBootstrapAndShutdown(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
-
-func TestBufferedWriterFlushes(t *testing.T) {
-	var out syncBuffer
-	w := newBufferedWriter(&out)
-	w.Write([]byte("one\n"))
-	for !strings.Contains(out.String(), "one") { // the ticker flushes it
-		time.Sleep(10 * time.Millisecond)
-	}
-	w.Write([]byte("two\n"))
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if got := out.String(); got != "one\ntwo\n" {
-		t.Fatalf("written = %q, want %q", got, "one\ntwo\n")
-	}
-}

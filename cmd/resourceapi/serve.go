@@ -65,6 +65,11 @@ func migrate(ctx context.Context, cfg config, stderr io.Writer) error {
 }
 
 func serve(ctx context.Context, cfg config, stderr io.Writer) error {
+	// Everything serve writes to stderr goes through one writer, so that the
+	// lines of the main logger and of the buffered access log never splice.
+	out := newLogWriter(stderr, logBufferSize, flushInterval)
+	defer out.Close()
+	stderr = out.Unbuffered()
 	log := newLogger(cfg, stderr)
 	db, err := openStore(ctx, cfg)
 	if err != nil {
@@ -88,9 +93,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 
 	var accessLog *slog.Logger
 	if cfg.AccessLog {
-		w := newBufferedWriter(stderr)
-		defer w.Close()
-		accessLog = newLogger(cfg, w)
+		accessLog = newLogger(cfg, out)
 	}
 	api := http.NewServer(http.Config{
 		Service:        service,
