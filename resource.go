@@ -448,6 +448,11 @@ func (r *Resource) Filter(param string) *Filter {
 	return nil
 }
 
+// IfCreated is a record value that a replace stores only if it creates the
+// record; a replace of an existing record leaves that field as stored. The
+// rule layer uses it for the owner of a record a PUT may create.
+type IfCreated struct{ Value any }
+
 // MaxID is the largest record id: 2^53-1, the largest integer that every JSON
 // client (JavaScript's numbers) holds exactly. Stores never assign a larger
 // one, and transports accept none.

@@ -303,18 +303,30 @@ func (s *Service) prepare(c *Caller, res *Resource, rec Record, mode WriteMode) 
 	if err := res.authorizeFields(c, rec); err != nil {
 		return err
 	}
-	if owner := res.Access.Owner; owner != "" && owner != "id" {
-		v, sent := rec[owner]
-		switch {
-		case !sent && mode != ModePatch && c.UserID != 0:
-			rec[owner] = c.UserID
-		case sent && !c.IsAdmin():
-			if id, ok := v.(int64); ok && id != c.UserID {
-				return Errorf(CodeForbidden, "Only an admin may set %s to another user", owner)
-			}
+	owner := res.Access.Owner
+	if owner == "id" {
+		owner = ""
+	}
+	if v, sent := rec[owner]; owner != "" && sent && !c.IsAdmin() {
+		if id, ok := v.(int64); ok && id != c.UserID {
+			return Errorf(CodeForbidden, "Only an admin may set %s to another user", owner)
 		}
 	}
-	return Validate(res, rec, mode)
+	_, sent := rec[owner]
+	if err := Validate(res, rec, mode); err != nil {
+		return err
+	}
+	// A new record without an owner is the caller's; a PUT that names none
+	// keeps the stored owner.
+	if owner != "" && !sent && c.UserID != 0 {
+		switch mode {
+		case ModeCreate:
+			rec[owner] = c.UserID
+		case ModeReplace:
+			rec[owner] = IfCreated{c.UserID}
+		}
+	}
+	return nil
 }
 
 // generate creates the values of generated fields on create and returns

@@ -471,6 +471,9 @@ func (s *Store) insert(ctx context.Context, tx Querier, res *resourceapi.Resourc
 		if !ok {
 			v = f.DefaultValue()
 		}
+		if ic, ok := v.(resourceapi.IfCreated); ok {
+			v = ic.Value
+		}
 		for _, c := range writeColumns(f, v) {
 			cols, vals = append(cols, c.name), append(vals, q.Arg(c.value))
 		}
@@ -508,6 +511,9 @@ func (s *Store) update(ctx context.Context, tx Querier, res *resourceapi.Resourc
 		v, ok := change[f.Name]
 		if (f.ReadOnly && !f.Computed) || !ok {
 			continue
+		}
+		if _, ok := v.(resourceapi.IfCreated); ok {
+			continue // the record exists: keep what is stored
 		}
 		after[f.Name] = v
 		for _, c := range writeColumns(f, v) {
