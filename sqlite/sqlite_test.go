@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/resourceapi/resourceapi"
@@ -112,4 +113,43 @@ func TestOneProcessPerFile(t *testing.T) {
 		t.Fatalf("Open after Close: %v", err)
 	}
 	again.Close()
+}
+
+// TestMigrate checks that Migrate creates the file's directory, and that it
+// takes the lock Open takes: it refuses a file a server has open, and no
+// server starts on a file while it migrates.
+func TestMigrate(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "new", "dir", "m.db")
+	if err := sqlite.Migrate(ctx, path); err != nil {
+		t.Fatalf("Migrate in a directory that does not exist: %v", err)
+	}
+
+	db, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = sqlite.Migrate(ctx, path)
+	if err == nil || !strings.Contains(err.Error(), "in use by another resourceapi process") {
+		t.Fatalf("Migrate of a file in use = %v, want an error saying it is in use", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	var openErr error
+	restore := sqlite.SetMigratingHook(func() {
+		db, err := sqlite.Open(ctx, path, sqlite.Options{})
+		if err == nil {
+			db.Close()
+		}
+		openErr = err
+	})
+	defer restore()
+	if err := sqlite.Migrate(ctx, path); err != nil {
+		t.Fatalf("Migrate after the server closed: %v", err)
+	}
+	if openErr == nil || !strings.Contains(openErr.Error(), "in use by another resourceapi process") {
+		t.Fatalf("Open during Migrate = %v, want an error saying the file is in use", openErr)
+	}
 }
