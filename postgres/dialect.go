@@ -54,6 +54,18 @@ func (dialect) Unique(err error) (string, bool) {
 	return "", true
 }
 
+// LockID takes a transaction-scoped advisory lock on the pair (resource, id),
+// in the two-key space of advisory locks, apart from LockRetain's and the
+// migrations' one-key locks. Keys are 32-bit, so two ids may share a lock:
+// that only makes their writes wait for each other.
+func (dialect) LockID(ctx context.Context, tx sqlstore.Execer, res *resourceapi.Resource, id int64) error {
+	_, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext($1), $2)", res.Name, idKey(id))
+	return err
+}
+
+// idKey folds an id into the 32 bits of an advisory lock key.
+func idKey(id int64) int32 { return int32(uint32(id) ^ uint32(id>>32)) }
+
 // LockRetain takes a transaction-scoped advisory lock, so that two writes
 // that each remove one of the last two admins run one after the other and the
 // second sees the first.

@@ -96,6 +96,11 @@ func (dialect) Unique(err error) (string, bool) {
 	return "", true
 }
 
+// LockID has nothing to do: the single writer serialises all writes.
+func (dialect) LockID(context.Context, sqlstore.Execer, *resourceapi.Resource, int64) error {
+	return nil
+}
+
 // LockRetain has nothing to do: the single writer serialises all writes.
 func (dialect) LockRetain(context.Context, sqlstore.Execer, *resourceapi.Resource) error { return nil }
 

@@ -43,6 +43,11 @@ type Dialect interface {
 	// Unique reports whether err is a unique-constraint violation, and on
 	// which column when the driver says.
 	Unique(err error) (column string, ok bool)
+	// LockID serialises, until the transaction ends, the writes that may
+	// insert record id of res, on databases where two transactions could
+	// otherwise both find the id absent and both insert it: a row lock (see
+	// ForUpdate) locks nothing when the row does not exist yet.
+	LockID(ctx context.Context, tx Execer, res *resourceapi.Resource, id int64) error
 	// LockRetain serialises the writes that check res's Retain invariant, on
 	// databases where transactions could otherwise both pass the check.
 	LockRetain(ctx context.Context, tx Execer, res *resourceapi.Resource) error
@@ -328,6 +333,15 @@ func (s *Store) Replace(ctx context.Context, res *resourceapi.Resource, id int64
 	var out resourceapi.Record
 	var created bool
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
+		// Identical PUTs of an absent id (a client's retry) would each find
+		// no row to lock, each insert, and all but one fail with a conflict.
+		// Locked, the later ones wait for the first and then find its record:
+		// PUT stays idempotent, and a create-only PUT (If-None-Match: *) gets
+		// its precondition error. The lock is taken first, before the Retain
+		// lock, in every write that takes both, so they cannot deadlock.
+		if err := s.dialect.LockID(ctx, tx, res, id); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
 		cur, err := s.current(ctx, tx, res, id, rec, cond)
 		if err != nil {
 			return err

@@ -229,6 +229,16 @@ func (s *memStore) Replace(ctx context.Context, res *resourceapi.Resource, id in
 	if err := s.check(res, cond, cur); err != nil {
 		return nil, false, err
 	}
+	if cur == nil && s.bugs["racy-replace"] {
+		// Like a store that finds the id absent, then inserts it without
+		// having kept others from doing the same in between.
+		s.mu.Unlock()
+		time.Sleep(time.Millisecond)
+		s.mu.Lock()
+		if s.rows[id] != nil {
+			return nil, false, resourceapi.Errorf(resourceapi.CodeConflict, "A %s with this id already exists", res.Singular)
+		}
+	}
 	if cur == nil {
 		out, err := s.insert(res, id, rec)
 		return out, err == nil, err

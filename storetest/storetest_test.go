@@ -42,6 +42,7 @@ var mutants = map[string]string{
 	"no-retain":             "Retain/LastAdmin/Delete",
 	"retain-counts-deleted": "Retain/SoftDeletedAdminDoesNotCount",
 	"racy-retain":           "Concurrency/LastAdminRace",
+	"racy-replace":          "Concurrency/ReplacesOfAbsentID",
 	"partial-writes":        "Atomicity/ConflictingUpdateChangesNoField",
 	"ignore-context":        "Context/Canceled",
 	"late-cancel":           "Context/CanceledDuringWrites",
