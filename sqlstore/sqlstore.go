@@ -51,9 +51,14 @@ type Dialect interface {
 	// LockRetain serialises the writes that check res's Retain invariant, on
 	// databases where transactions could otherwise both pass the check.
 	LockRetain(ctx context.Context, tx Execer, res *resourceapi.Resource) error
-	// InsertedID makes the id sequence of res skip past an id inserted
-	// explicitly, so that later inserts never collide with it.
-	InsertedID(ctx context.Context, tx Execer, res *resourceapi.Resource, id int64) error
+	// NextID takes the next value of res's id sequence, the ids Create
+	// assigns, and locks that id as LockID does. Only Create moves the
+	// sequence: an id inserted by Replace leaves it where it is.
+	NextID(ctx context.Context, tx Querier, res *resourceapi.Resource) (int64, error)
+	// SkipID moves res's id sequence past id, a free id that Create took
+	// because the values before it were taken, so that later Creates do not
+	// try those again. It never moves the sequence backwards.
+	SkipID(ctx context.Context, tx Execer, res *resourceapi.Resource, id int64) error
 }
 
 // Querier runs statements on one connection or transaction.
@@ -318,7 +323,7 @@ func (s *Store) Create(ctx context.Context, res *resourceapi.Resource, rec resou
 	var out resourceapi.Record
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
 		var err error
-		out, err = s.insert(ctx, tx, res, 0, rec)
+		out, err = s.create(ctx, tx, res, rec)
 		return err
 	})
 	s.cache.invalidate(res, 0)
@@ -348,7 +353,7 @@ func (s *Store) Replace(ctx context.Context, res *resourceapi.Resource, id int64
 		}
 		created = cur == nil
 		if created {
-			out, err = s.insert(ctx, tx, res, id, rec)
+			out, err = s.insert(ctx, tx, res, id, rec, false)
 		} else {
 			out, err = s.update(ctx, tx, res, cur, rec)
 		}
@@ -460,15 +465,71 @@ func (s *Store) checkRetain(ctx context.Context, tx Querier, res *resourceapi.Re
 	return nil
 }
 
-// insert adds rec with the given id (0: the next from the sequence), taking
-// declared defaults for absent fields, and returns the stored record.
-func (s *Store) insert(ctx context.Context, tx Querier, res *resourceapi.Resource, id int64, rec resourceapi.Record) (resourceapi.Record, error) {
+// create inserts rec under the next id of res's sequence and returns the
+// stored record.
+//
+// Replace creates the ids its clients choose (900000000, or 2^53-1) and never
+// moves the sequence: when it did, one PUT of resourceapi.MaxID stopped every
+// later POST. So the sequence's next value may be taken; create then skips to
+// the first free id after it, found in one query however long the run of
+// taken ids, and moves the sequence past it. Every id create tries is locked
+// (LockID) before its insert, so a concurrent Replace of the same id waits for
+// this transaction or this one for it, and neither fails: whichever comes
+// second finds the record (Replace updates it, create skips it). Creation
+// fails only when no id up to MaxID is free after the sequence.
+func (s *Store) create(ctx context.Context, tx Querier, res *resourceapi.Resource, rec resourceapi.Record) (resourceapi.Record, error) {
+	id, err := s.dialect.NextID(ctx, tx, res)
+	if err != nil {
+		return nil, fmt.Errorf("next id: %w", err)
+	}
+	for {
+		if id > resourceapi.MaxID {
+			return nil, resourceapi.Errorf(resourceapi.CodeUnprocessable,
+				"No %s id is left: the ids that remain are above %d, which JSON clients cannot hold exactly", res.Singular, resourceapi.MaxID)
+		}
+		out, err := s.insert(ctx, tx, res, id, rec, true)
+		if err != nil || out != nil {
+			return out, err
+		}
+		// Each round takes a larger id, so this ends: at the latest when the
+		// ids pass MaxID.
+		if id, err = s.freeIDAfter(ctx, tx, res, id); err != nil {
+			return nil, fmt.Errorf("free id: %w", err)
+		}
+		if id > resourceapi.MaxID {
+			continue
+		}
+		if err := s.dialect.LockID(ctx, tx, res, id); err != nil {
+			return nil, fmt.Errorf("lock: %w", err)
+		}
+		if err := s.dialect.SkipID(ctx, tx, res, id); err != nil {
+			return nil, fmt.Errorf("sequence: %w", err)
+		}
+	}
+}
+
+// freeIDAfter returns the first id after taken that no record of res holds:
+// the end of the run of consecutive ids that starts at taken. One query walks
+// the run on the primary key, so a client that created a long run with PUT
+// costs a scan of it, not a statement per id. It may return MaxID+1.
+func (s *Store) freeIDAfter(ctx context.Context, tx Querier, res *resourceapi.Resource, taken int64) (int64, error) {
+	var id int64
+	err := tx.QueryRowContext(ctx, "SELECT t.id + 1 FROM "+res.Name+" AS t WHERE t.id >= "+s.dialect.Placeholder(1)+
+		" AND NOT EXISTS (SELECT 1 FROM "+res.Name+" AS u WHERE u.id = t.id + 1) ORDER BY t.id LIMIT 1", taken).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		// taken was deleted since, and no id after it is held.
+		return taken + 1, nil
+	}
+	return id, err
+}
+
+// insert adds rec with the given id, taking declared defaults for absent
+// fields, and returns the stored record. With ifFree, it inserts nothing and
+// returns a nil record when the id is taken.
+func (s *Store) insert(ctx context.Context, tx Querier, res *resourceapi.Resource, id int64, rec resourceapi.Record, ifFree bool) (resourceapi.Record, error) {
 	now := resourceapi.Timestamp(s.now())
 	q := s.newQuery()
-	var cols, vals []string
-	if id != 0 {
-		cols, vals = append(cols, "id"), append(vals, q.Arg(id))
-	}
+	cols, vals := []string{"id"}, []string{q.Arg(id)}
 	for i := range res.Fields {
 		f := &res.Fields[i]
 		if f.ReadOnly {
@@ -485,21 +546,17 @@ func (s *Store) insert(ctx context.Context, tx Querier, res *resourceapi.Resourc
 	cols = append(cols, "created_at", "updated_at")
 	vals = append(vals, q.Arg(now), q.Arg(now))
 	read := readColumns(res)
-	q.WriteString("INSERT INTO " + res.Name + " (" + join(cols) + ") VALUES (" + join(vals) + ") RETURNING " + read.list)
+	q.WriteString("INSERT INTO " + res.Name + " (" + join(cols) + ") VALUES (" + join(vals) + ")")
+	if ifFree {
+		q.WriteString(" ON CONFLICT (id) DO NOTHING")
+	}
+	q.WriteString(" RETURNING " + read.list)
 	out, err := read.scan(tx.QueryRowContext(ctx, q.String(), q.args...), nil)
+	if ifFree && errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, s.writeError(res, err)
-	}
-	if out.ID() > resourceapi.MaxID {
-		// Only after a PUT created an id near the limit: the sequence goes on
-		// from the largest id. Failing undoes the insert.
-		return nil, resourceapi.Errorf(resourceapi.CodeUnprocessable,
-			"No %s id is left: the ids that remain are above %d, which JSON clients cannot hold exactly", res.Singular, resourceapi.MaxID)
-	}
-	if id != 0 {
-		if err := s.dialect.InsertedID(ctx, tx, res, id); err != nil {
-			return nil, fmt.Errorf("sequence: %w", err)
-		}
 	}
 	return out, nil
 }

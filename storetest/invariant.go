@@ -489,6 +489,60 @@ func testConcurrency(t *testing.T, open opener) {
 		}
 	})
 
+	t.Run("CreateAndReplaceOfNextID", func(t *testing.T) {
+		// A Replace of the id Create is about to assign, concurrent with that
+		// Create: both succeed, in either order. Either Replace created the
+		// id and Create took another, or Create took it and Replace then
+		// replaced that record.
+		s := open(t)
+		last := mustCreate(t, s, user("A", "a@example.com")).ID()
+		total := 1
+		const rounds = 20
+		for round := range rounds {
+			post := mustValid(t, user("C", fmt.Sprintf("c%d@example.com", round)), resourceapi.ModeCreate)
+			put := mustValid(t, user("P", fmt.Sprintf("p%d@example.com", round)), resourceapi.ModeReplace)
+			id := last + 1
+			var (
+				wg       sync.WaitGroup
+				created  resourceapi.Record
+				replaced bool
+				errs     [2]error
+				gate     = make(chan struct{})
+			)
+			wg.Go(func() {
+				<-gate
+				created, errs[0] = s.Create(timeout(t), users, post)
+			})
+			wg.Go(func() {
+				<-gate
+				_, replaced, errs[1] = s.Replace(timeout(t), users, id, put, nil)
+			})
+			close(gate)
+			wg.Wait()
+			if errs[0] != nil || errs[1] != nil {
+				t.Fatalf("round %d: concurrent Create and Replace(%d) errors = %v, %v; want nil, nil", round, id, errs[0], errs[1])
+			}
+			if replaced {
+				total += 2
+				if created.ID() == id {
+					t.Fatalf("round %d: Create and Replace both report creating id %d", round, id)
+				}
+			} else {
+				total++
+				if created.ID() != id {
+					t.Fatalf("round %d: Replace(%d) replaced a record, but Create took id %d", round, id, created.ID())
+				}
+			}
+			if got := mustGet(t, s, id)["email"]; got != put["email"] {
+				t.Fatalf("round %d: email of %d = %v, want the Replace's %v", round, id, got, put["email"])
+			}
+			if got := mustTotal(t, s); got != total {
+				t.Fatalf("round %d: total = %d, want %d", round, got, total)
+			}
+			last = max(id, created.ID())
+		}
+	})
+
 	t.Run("LastAdminRace", func(t *testing.T) {
 		// Two transactions that each see another admin must not both demote:
 		// a store that checks and writes without serializing ends with none.
