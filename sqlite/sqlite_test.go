@@ -263,3 +263,27 @@ func mustOpenPath(t *testing.T, path string) *sqlite.DB {
 	t.Cleanup(func() { db.Close() })
 	return db
 }
+
+// TestPathWithURICharacters checks that a path holding characters that mean
+// something in a URI (# ? %) opens the file of that exact path, the one its
+// lock file sits beside.
+func TestPathWithURICharacters(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a#b?c%41d")
+	path := filepath.Join(dir, "x.db")
+	db := mustOpenPath(t, path)
+	if err := db.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("database file: %v", err)
+	}
+	entries, err := os.ReadDir(filepath.Dir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() != filepath.Base(dir) {
+			t.Errorf("Open created %s beside %s", e.Name(), dir)
+		}
+	}
+}
