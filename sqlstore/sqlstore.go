@@ -333,6 +333,35 @@ func (s *Store) Create(ctx context.Context, res *resourceapi.Resource, rec resou
 	return out, nil
 }
 
+// CreateFirst creates rec, which must hold res's Retain value (the first
+// admin), when no active record of res holds it, and reports whether it did.
+// The check and the insert are one transaction under the Retain lock: of
+// servers that start together on an empty database, whatever each was
+// configured with, exactly one creates the record, and the others wait for
+// it and then find it.
+func (s *Store) CreateFirst(ctx context.Context, res *resourceapi.Resource, rec resourceapi.Record) (resourceapi.Record, bool, error) {
+	if !res.Holds(rec) {
+		return nil, false, fmt.Errorf("create first %s: the record does not hold %s", res.Singular, res.Retain.Value)
+	}
+	var out resourceapi.Record
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
+		if err := s.dialect.LockRetain(ctx, tx, res); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		n, err := s.holders(ctx, tx, res, 0)
+		if err != nil || n > 0 {
+			return err
+		}
+		out, err = s.create(ctx, tx, res, rec)
+		return err
+	})
+	s.cache.invalidate(res, 0)
+	if err != nil {
+		return nil, false, fmt.Errorf("create first %s: %w", res.Singular, err)
+	}
+	return out, out != nil, nil
+}
+
 // Replace implements resourceapi.Store.
 func (s *Store) Replace(ctx context.Context, res *resourceapi.Resource, id int64, rec resourceapi.Record, cond resourceapi.Condition) (resourceapi.Record, bool, error) {
 	var out resourceapi.Record
@@ -449,20 +478,30 @@ func (s *Store) checkRetain(ctx context.Context, tx Querier, res *resourceapi.Re
 	if !res.Holds(before) || res.Holds(after) {
 		return nil
 	}
-	q := s.newQuery()
-	q.WriteString("SELECT count(*) FROM " + res.Name + " WHERE id <> " + q.Arg(before.ID()))
-	if res.SoftDelete != "" {
-		q.WriteString(" AND " + column(res.Field(res.SoftDelete)) + " = " + s.dialect.Bool(false))
-	}
-	q.WriteString(" AND " + s.dialect.Contains(q, column(res.Field(res.Retain.Field)), res.Retain.Value))
-	var others int
-	if err := tx.QueryRowContext(ctx, q.String(), q.args...).Scan(&others); err != nil {
-		return fmt.Errorf("check %s: %w", res.Retain.Value, err)
+	others, err := s.holders(ctx, tx, res, before.ID())
+	if err != nil {
+		return err
 	}
 	if others == 0 {
 		return resourceapi.Errorf(resourceapi.CodeUnprocessable, "%s", res.Retain.Message)
 	}
 	return nil
+}
+
+// holders counts the active records of res, other than record except, that
+// hold the Retain value.
+func (s *Store) holders(ctx context.Context, tx Querier, res *resourceapi.Resource, except int64) (int, error) {
+	q := s.newQuery()
+	q.WriteString("SELECT count(*) FROM " + res.Name + " WHERE id <> " + q.Arg(except))
+	if res.SoftDelete != "" {
+		q.WriteString(" AND " + column(res.Field(res.SoftDelete)) + " = " + s.dialect.Bool(false))
+	}
+	q.WriteString(" AND " + s.dialect.Contains(q, column(res.Field(res.Retain.Field)), res.Retain.Value))
+	var n int
+	if err := tx.QueryRowContext(ctx, q.String(), q.args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count %s: %w", res.Retain.Value, err)
+	}
+	return n, nil
 }
 
 // create inserts rec under the next id of res's sequence and returns the

@@ -13,8 +13,17 @@ import (
 // bootstrapAdmin creates the first admin when the database has no active
 // admin, so that a fresh installation can be administered at all. The
 // password comes from the configuration or is generated, and a generated one
-// is printed once, to stderr, and never again.
-func bootstrapAdmin(ctx context.Context, cfg config, db resourceapi.Store, hasher resourceapi.PasswordHasher, stderr io.Writer) error {
+// is printed once, to stderr, and never again: only by the instance that
+// created the admin, when several start together on one database.
+//
+// The check and the creation are one transaction (db.CreateFirst) under the
+// lock that guards the last admin, so instances take it in turn: the first
+// finds no admin and creates one, the others wait, find it and create
+// nothing. That holds in every interleaving and whatever each instance was
+// configured with. Creating and treating a conflict on the admin's email as
+// "another instance did it" would only hold when all instances share one
+// RESOURCEAPI_ADMIN_EMAIL: with two emails, two admins would be created.
+func bootstrapAdmin(ctx context.Context, cfg config, db store, hasher resourceapi.PasswordHasher, stderr io.Writer) error {
 	admins, err := resourceapi.ParseListQuery(resourceapi.Users, url.Values{
 		"role": {resourceapi.RoleAdmin}, "limit": {"1"},
 	})
@@ -26,6 +35,7 @@ func bootstrapAdmin(ctx context.Context, cfg config, db resourceapi.Store, hashe
 		return fmt.Errorf("bootstrap admin: %w", err)
 	}
 	if page.Total > 0 {
+		// The usual start: no need to hash a password or take the lock.
 		return nil
 	}
 	password, generated := cfg.AdminPassword, false
@@ -44,9 +54,12 @@ func bootstrapAdmin(ctx context.Context, cfg config, db resourceapi.Store, hashe
 	if err := resourceapi.HashSecrets(resourceapi.Users, rec, hasher); err != nil {
 		return fmt.Errorf("bootstrap admin: %w", err)
 	}
-	created, err := db.Create(ctx, resourceapi.Users, rec)
+	created, ok, err := db.CreateFirst(ctx, resourceapi.Users, rec)
 	if err != nil {
 		return fmt.Errorf("bootstrap admin %s: %w", cfg.AdminEmail, err)
+	}
+	if !ok {
+		return nil // another instance created the first admin meanwhile
 	}
 	if generated {
 		fmt.Fprintf(stderr, "\nCreated the first admin user (id %d).\n  email:    %s\n  password: %s\nThis password is shown once and never again.\n\n",

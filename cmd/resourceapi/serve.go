@@ -20,6 +20,10 @@ import (
 // store is a resourceapi.Store that holds connections to release.
 type store interface {
 	resourceapi.Store
+	// CreateFirst creates rec when no active record of res holds its Retain
+	// value, checking and creating in one transaction that every instance
+	// takes in turn, and reports whether it did (see sqlstore.Store).
+	CreateFirst(ctx context.Context, res *resourceapi.Resource, rec resourceapi.Record) (resourceapi.Record, bool, error)
 	Close() error
 }
 
