@@ -367,16 +367,7 @@ func (s *Store) Replace(ctx context.Context, res *resourceapi.Resource, id int64
 	var out resourceapi.Record
 	var created bool
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
-		// Identical PUTs of an absent id (a client's retry) would each find
-		// no row to lock, each insert, and all but one fail with a conflict.
-		// Locked, the later ones wait for the first and then find its record:
-		// PUT stays idempotent, and a create-only PUT (If-None-Match: *) gets
-		// its precondition error. The lock is taken first, before the Retain
-		// lock, in every write that takes both, so they cannot deadlock.
-		if err := s.dialect.LockID(ctx, tx, res, id); err != nil {
-			return fmt.Errorf("lock: %w", err)
-		}
-		cur, err := s.current(ctx, tx, res, id, rec, cond)
+		cur, err := s.current(ctx, tx, res, id, rec, cond, true)
 		if err != nil {
 			return err
 		}
@@ -399,7 +390,7 @@ func (s *Store) Replace(ctx context.Context, res *resourceapi.Resource, id int64
 func (s *Store) Update(ctx context.Context, res *resourceapi.Resource, id int64, patch resourceapi.Record, cond resourceapi.Condition) (resourceapi.Record, error) {
 	var out resourceapi.Record
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
-		cur, err := s.current(ctx, tx, res, id, patch, cond)
+		cur, err := s.current(ctx, tx, res, id, patch, cond, false)
 		if err != nil {
 			return err
 		}
@@ -419,7 +410,7 @@ func (s *Store) Update(ctx context.Context, res *resourceapi.Resource, id int64,
 // Delete implements resourceapi.Store.
 func (s *Store) Delete(ctx context.Context, res *resourceapi.Resource, id int64, cond resourceapi.Condition) error {
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
-		cur, err := s.current(ctx, tx, res, id, nil, cond)
+		cur, err := s.current(ctx, tx, res, id, nil, cond, false)
 		if err != nil {
 			return err
 		}
@@ -443,9 +434,24 @@ func (s *Store) Delete(ctx context.Context, res *resourceapi.Resource, id int64,
 // is about to change (nil when absent), and checks cond against it. When the
 // write could break the Retain invariant it takes the Retain lock first, so
 // that the check that follows sees every committed change.
-func (s *Store) current(ctx context.Context, tx Querier, res *resourceapi.Resource, id int64, change resourceapi.Record, cond resourceapi.Condition) (resourceapi.Record, error) {
+//
+// insert says the write inserts the record when it is absent (Replace). Then
+// the id is locked too: identical PUTs of an absent id (a client's retry)
+// would otherwise each find no row to lock, each insert, and all but one fail
+// with a conflict. Locked, the later ones wait for the first and then find its
+// record: PUT stays idempotent, and a create-only PUT (If-None-Match: *) gets
+// its precondition error.
+//
+// Every write takes the Retain lock, if at all, before any id lock, and id
+// locks in increasing order (see create), so the locks cannot deadlock.
+func (s *Store) current(ctx context.Context, tx Querier, res *resourceapi.Resource, id int64, change resourceapi.Record, cond resourceapi.Condition, insert bool) (resourceapi.Record, error) {
 	if res.Retain != nil && touchesRetain(res, change) {
 		if err := s.dialect.LockRetain(ctx, tx, res); err != nil {
+			return nil, fmt.Errorf("lock: %w", err)
+		}
+	}
+	if insert {
+		if err := s.dialect.LockID(ctx, tx, res, id); err != nil {
 			return nil, fmt.Errorf("lock: %w", err)
 		}
 	}
@@ -514,8 +520,9 @@ func (s *Store) holders(ctx context.Context, tx Querier, res *resourceapi.Resour
 // taken ids, and moves the sequence past it. Every id create tries is locked
 // (LockID) before its insert, so a concurrent Replace of the same id waits for
 // this transaction or this one for it, and neither fails: whichever comes
-// second finds the record (Replace updates it, create skips it). Creation
-// fails only when no id up to MaxID is free after the sequence.
+// second finds the record (Replace updates it, create skips it). The ids it
+// locks increase, as current's lock order requires. Creation fails only when
+// no id up to MaxID is free after the sequence.
 func (s *Store) create(ctx context.Context, tx Querier, res *resourceapi.Resource, rec resourceapi.Record) (resourceapi.Record, error) {
 	id, err := s.dialect.NextID(ctx, tx, res)
 	if err != nil {
