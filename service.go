@@ -212,6 +212,27 @@ func (s *Service) Create(ctx context.Context, c *Caller, res *Resource, parent i
 	return out, nil
 }
 
+// CreateFirst creates rec, which must hold res's Retain value (the first
+// admin), only when no active record holds it, and reports whether it did;
+// the store checks and creates in one transaction. The store must implement
+// FirstCreator.
+func (s *Service) CreateFirst(ctx context.Context, c *Caller, res *Resource, rec Record) (_ Record, created bool, _ error) {
+	fc, ok := s.store.(FirstCreator)
+	if !ok {
+		return nil, false, fmt.Errorf("create first %s: the store cannot", res.Singular)
+	}
+	if _, err := s.permit(c, res, OpCreate); err != nil {
+		return nil, false, err
+	}
+	if err := s.prepare(c, res, rec, ModeCreate); err != nil {
+		return nil, false, err
+	}
+	if err := s.finish(res, rec); err != nil {
+		return nil, false, err
+	}
+	return fc.CreateFirst(ctx, res, rec)
+}
+
 // Replace overwrites record item.ID with rec, or creates it with that id
 // (created is then true). cond, when not nil, is the caller's own
 // precondition (If-Match), checked inside the write transaction after the

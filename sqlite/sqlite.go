@@ -9,8 +9,8 @@
 //
 // A SQLite file is served by one process: the store caches records and list
 // pages, and the cache assumes no other process writes the file while the
-// server runs. Open takes a lock on <file>.lock to make sure of it. Several
-// instances need PostgreSQL.
+// server runs. Open takes a lock on <file>.lock to make sure of it, and
+// Migrate takes the same lock. Several instances need PostgreSQL.
 package sqlite
 
 import (
@@ -69,15 +69,16 @@ type DB struct {
 	writer  *groupWriter
 }
 
+// errInUse is lockFile's error when another process holds the lock.
+var errInUse = errors.New("in use by another resourceapi process")
+
 // Open opens (creating if needed) the SQLite file at path, brings its schema
 // up to date and starts the writer. Close releases it.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o750); err != nil {
-			return nil, fmt.Errorf("open sqlite: %w", err)
-		}
+	lock, err := lockPath(path)
+	if errors.Is(err, errInUse) {
+		return nil, fmt.Errorf("open sqlite: %s is %w (a server or a migration); a SQLite database is served by one process (several instances need PostgreSQL)", path, err)
 	}
-	lock, err := lockFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
@@ -231,19 +232,42 @@ func dsn(path string, sync Sync, readOnly bool) string {
 	} else {
 		v.Set("_txlock", "immediate")
 	}
-	return "file:" + escapePath(path) + "?" + v.Encode()
+	return "file:" + uriPath.Replace(path) + "?" + v.Encode()
 }
 
-// escapePath makes a file path safe in a SQLite URI filename, where "?"
-// starts the parameters and "#" a fragment: unescaped, /tmp/a#1/x.db opens
-// /tmp/a. SQLite decodes %HH escapes in URI paths.
-func escapePath(path string) string {
-	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+// uriPath escapes what SQLite would read as other than a path in a file: URI
+// (it decodes %HH): a path with # or ? (Go's t.TempDir for subtests named
+// "x#01") must not open a file cut short at it.
+var uriPath = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
+
+// lockPath creates the directory of the SQLite file at path if needed and
+// takes the file's lock (see lockFile). Closing the returned file, which may
+// be nil, releases it.
+func lockPath(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, err
+	}
+	return lockFile(path)
 }
 
-// Migrate brings the schema of the SQLite file at path up to date and
-// returns.
+// Migrate brings the schema of the SQLite file at path (created, with its
+// directory, if needed) up to date and returns. It holds the lock Open takes,
+// so it fails while a server has the file open, and no server starts on the
+// file until it has finished.
 func Migrate(ctx context.Context, path string) error {
+	lock, err := lockPath(path)
+	if errors.Is(err, errInUse) {
+		return fmt.Errorf("migrate sqlite: %s is %w; stop the server first (serve brings the schema up to date itself when it starts)", path, err)
+	}
+	if err != nil {
+		return fmt.Errorf("migrate sqlite: %w", err)
+	}
+	if lock != nil {
+		defer lock.Close()
+	}
+	if testHookMigrating != nil {
+		testHookMigrating()
+	}
 	db, err := sql.Open("sqlite", dsn(path, SyncFull, false))
 	if err != nil {
 		return fmt.Errorf("migrate sqlite: %w", err)
@@ -252,6 +276,9 @@ func Migrate(ctx context.Context, path string) error {
 	db.SetMaxOpenConns(1)
 	return migrate(ctx, db)
 }
+
+// testHookMigrating, set only by tests, runs while Migrate holds the lock.
+var testHookMigrating func()
 
 func migrate(ctx context.Context, db *sql.DB) error {
 	p, err := goose.NewProvider(goose.DialectSQLite3, db, mustSub(migrations, "migrations"),

@@ -22,6 +22,7 @@ import (
 type store interface {
 	resourceapi.Store
 	resourceapi.IdentityStore
+	resourceapi.FirstCreator
 	Close() error
 }
 
