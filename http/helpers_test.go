@@ -105,13 +105,21 @@ const adminEmail = "admin@test.example"
 // (user 1) whose API key the returned client sends. opts adjust the Config.
 func mustServer(tb testing.TB, store resourceapi.Store, opts ...func(*rhttp.Config)) *client {
 	tb.Helper()
+	c := mustServerOn(tb, store, "", opts...)
+	return c.as(c.mustAccount("Test Admin", adminEmail, resourceapi.RoleAdmin))
+}
+
+// mustServerOn serves store over a real listener until tb ends; the returned
+// client sends the API key key (none when key is "").
+func mustServerOn(tb testing.TB, store resourceapi.Store, key string, opts ...func(*rhttp.Config)) *client {
+	tb.Helper()
 	cfg := testConfig(tb, store)
 	for _, o := range opts {
 		o(&cfg)
 	}
 	srv := httptest.NewServer(rhttp.NewServer(cfg).Handler())
 	tb.Cleanup(srv.Close)
-	c := &client{tb: tb, base: srv.URL, service: cfg.Service, hc: &http.Client{
+	c := &client{tb: tb, base: srv.URL, service: cfg.Service, authn: cfg.Auth, hc: &http.Client{
 		// Compression is asserted by the tests, so the client must not
 		// negotiate or undo it behind their backs.
 		Transport: &http.Transport{DisableCompression: true},
@@ -119,7 +127,10 @@ func mustServer(tb testing.TB, store resourceapi.Store, opts ...func(*rhttp.Conf
 			return http.ErrUseLastResponse
 		},
 	}}
-	return c.as(c.mustAccount("Test Admin", adminEmail, resourceapi.RoleAdmin))
+	if key == "" {
+		return c
+	}
+	return c.as(key)
 }
 
 // mustAccount creates a user with the given roles (through the rule layer,
@@ -170,6 +181,7 @@ type client struct {
 	base    string
 	hc      *http.Client
 	service *resourceapi.Service
+	authn   *resourceapi.Authenticator
 	// auth is the credential header (name, value) every request carries
 	// unless its own headers name it.
 	auth []string
