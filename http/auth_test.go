@@ -97,8 +97,8 @@ func TestCredentials(t *testing.T) {
 
 		// Two credentials: 400. Credentials in the URL: 400, never used.
 		anon.get(path, "X-API-Key", c.auth[1], "Authorization", bearer(t, 1, soon)).mustError(t, http.StatusBadRequest, resourceapi.CodeBadRequest)
-		c.get(path + "?access_token=" + strings.TrimPrefix(bearer(t, 1, soon), "Bearer ")).mustError(t, http.StatusBadRequest, resourceapi.CodeBadRequest)
-		anon.get(path + "?api_key=" + c.auth[1]).mustError(t, http.StatusBadRequest, resourceapi.CodeBadRequest)
+		c.get(path+"?access_token="+strings.TrimPrefix(bearer(t, 1, soon), "Bearer ")).mustError(t, http.StatusBadRequest, resourceapi.CodeBadRequest)
+		anon.get(path+"?api_key="+c.auth[1]).mustError(t, http.StatusBadRequest, resourceapi.CodeBadRequest)
 
 		// OPTIONS needs no credential and shows no data.
 		o := anon.do("OPTIONS", path, "")
@@ -301,7 +301,9 @@ type testLimiter struct {
 	used  map[string]int
 }
 
-func newTestLimiter(limit int) *testLimiter { return &testLimiter{limit: limit, used: map[string]int{}} }
+func newTestLimiter(limit int) *testLimiter {
+	return &testLimiter{limit: limit, used: map[string]int{}}
+}
 
 func (l *testLimiter) AllowN(_ context.Context, key string, n int) (resourceapi.RateDecision, error) {
 	d := resourceapi.RateDecision{Limit: l.limit, Reset: time.Now().Add(time.Hour), RetryAfter: time.Hour}

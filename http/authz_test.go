@@ -231,7 +231,9 @@ func (m *matrix) overHTTP(t *testing.T, name string, res *resourceapi.Resource, 
 		}
 		return
 	}
-	var env struct{ Error struct{ Code resourceapi.Code } }
+	var env struct {
+		Error struct{ Code resourceapi.Code }
+	}
 	json.Unmarshal(r.body, &env)
 	if env.Error.Code != want {
 		t.Errorf("%s: HTTP %s %s = %d %s, want %s; body %s", name, method, path, r.StatusCode, env.Error.Code, want, r.body)
