@@ -57,6 +57,15 @@ type Options struct {
 	// negative value turns the cache off. The cache is sound because this
 	// process is the only writer (see the package doc).
 	CacheRecords int
+	// Beside opens the file for a short command (the command line) that may
+	// run beside a server: when a server holds the file's lock, the command
+	// neither takes it nor migrates (the server did), and fails if the
+	// schema is not current; otherwise it takes the lock as Open always
+	// does. The cache is off: the command is short, and the server notices
+	// its writes.
+	Beside bool
+
+	served bool // Beside, and a server holds the lock
 }
 
 // DB is a SQLite database. It implements resourceapi.Store.
@@ -76,6 +85,12 @@ var errInUse = errors.New("in use by another resourceapi process")
 // up to date and starts the writer. Close releases it.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	lock, err := lockPath(path)
+	if opts.Beside {
+		opts.CacheRecords = -1
+		if errors.Is(err, errInUse) {
+			lock, err, opts.served = nil, nil, true
+		}
+	}
 	if errors.Is(err, errInUse) {
 		return nil, fmt.Errorf("open sqlite: %s is %w (a server or a migration); a SQLite database is served by one process (several instances need PostgreSQL)", path, err)
 	}
@@ -111,7 +126,11 @@ func open(ctx context.Context, path string, opts Options) (*DB, error) {
 	write.SetMaxIdleConns(1)
 	write.SetConnMaxLifetime(0)
 	write.SetConnMaxIdleTime(0)
-	if err := migrate(ctx, write); err != nil {
+	migrateOrCheck := migrate
+	if opts.served {
+		migrateOrCheck = checkCurrent
+	}
+	if err := migrateOrCheck(ctx, write); err != nil {
 		write.Close()
 		return nil, err
 	}
@@ -281,8 +300,7 @@ func Migrate(ctx context.Context, path string) error {
 var testHookMigrating func()
 
 func migrate(ctx context.Context, db *sql.DB) error {
-	p, err := goose.NewProvider(goose.DialectSQLite3, db, mustSub(migrations, "migrations"),
-		goose.WithDisableGlobalRegistry(true))
+	p, err := provider(db)
 	if err != nil {
 		return fmt.Errorf("migrate sqlite: %w", err)
 	}
@@ -290,6 +308,28 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("migrate sqlite: %w", err)
 	}
 	return nil
+}
+
+// checkCurrent fails unless the schema is up to date: a command opened
+// beside a server must not migrate under it.
+func checkCurrent(ctx context.Context, db *sql.DB) error {
+	p, err := provider(db)
+	if err != nil {
+		return fmt.Errorf("open sqlite: %w", err)
+	}
+	pending, err := p.HasPending(ctx)
+	if err != nil {
+		return fmt.Errorf("open sqlite: %w", err)
+	}
+	if pending {
+		return errors.New("open sqlite: the database's schema is older than this program's, and a server holds the file: upgrade the server first")
+	}
+	return nil
+}
+
+func provider(db *sql.DB) (*goose.Provider, error) {
+	return goose.NewProvider(goose.DialectSQLite3, db, mustSub(migrations, "migrations"),
+		goose.WithDisableGlobalRegistry(true))
 }
 
 // Close stops the writer after the writes under way and closes the

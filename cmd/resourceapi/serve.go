@@ -34,6 +34,15 @@ func newLogger(cfg config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
+// openStoreBeside opens the configured database for a management command,
+// which may run beside a server (see sqlite.Options.Beside).
+func openStoreBeside(ctx context.Context, cfg config) (store, error) {
+	if cfg.postgres() {
+		return postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{MaxConns: 2})
+	}
+	return sqlite.Open(ctx, cfg.sqlitePath(), sqlite.Options{Beside: true})
+}
+
 // openStore opens and migrates the configured database.
 func openStore(ctx context.Context, cfg config) (store, error) {
 	if cfg.postgres() {
