@@ -86,9 +86,7 @@ func (s *Service) check(c *Caller, res *Resource, op Op, a allowed, item Item, c
 	if a == ifOwner && !mine {
 		return Errorf(CodeForbidden, "Permission denied: %s", PermissionFor(res.Name, op.Action()))
 	}
-	restricted := (op == OpRead && res.Access.Private) ||
-		(op != OpRead && (res.Access.Guarded || res.Access.Private))
-	if restricted && !mine && !c.IsAdmin() {
+	if res.Access.restricts(op) && !mine && !c.IsAdmin() {
 		return Errorf(CodeForbidden, "Only the owner of this %s or an admin may %s it", res.Singular, op.verb())
 	}
 	return nil
@@ -176,6 +174,9 @@ func (s *Service) Create(ctx context.Context, c *Caller, res *Resource, parent i
 	if err := s.prepare(c, res, rec, ModeCreate); err != nil {
 		return nil, err
 	}
+	if err := s.lookup(ctx, res, rec); err != nil {
+		return nil, err
+	}
 	generated, err := s.generate(res, rec)
 	if err != nil {
 		return nil, err
@@ -250,6 +251,9 @@ func (s *Service) Replace(ctx context.Context, c *Caller, res *Resource, item It
 	if err := s.prepare(c, res, rec, ModeReplace); err != nil {
 		return nil, false, err
 	}
+	if err := s.lookup(ctx, res, rec); err != nil {
+		return nil, false, err
+	}
 	if err := s.finish(res, rec); err != nil {
 		return nil, false, err
 	}
@@ -264,6 +268,9 @@ func (s *Service) Update(ctx context.Context, c *Caller, res *Resource, item Ite
 		return nil, err
 	}
 	if err := s.prepare(c, res, patch, ModePatch); err != nil {
+		return nil, err
+	}
+	if err := s.lookup(ctx, res, patch); err != nil {
 		return nil, err
 	}
 	if err := s.finish(res, patch); err != nil {
@@ -346,6 +353,49 @@ func (s *Service) prepare(c *Caller, res *Resource, rec Record, mode WriteMode) 
 		case ModeReplace:
 			rec[owner] = IfCreated{c.UserID}
 		}
+	}
+	return nil
+}
+
+// lookup fills the item fields that copy a value from another record (an
+// order item's unit price from its product), reading those records. An item
+// that names no record is CodeUnprocessable, with a detail for it.
+func (s *Service) lookup(ctx context.Context, res *Resource, rec Record) error {
+	var details []FieldError
+	for _, f := range res.Fields {
+		items, ok := rec[f.Name].([]Record)
+		if f.Items == nil || !ok {
+			continue
+		}
+		for _, sub := range f.Items.Fields {
+			l := sub.Lookup
+			if l == nil {
+				continue
+			}
+			from := ResourceNamed(l.Resource)
+			seen := map[int64]any{}
+			for i, item := range items {
+				id, _ := item[l.By].(int64)
+				v, ok := seen[id]
+				if !ok {
+					ref, err := s.store.Get(ctx, from, id)
+					if ErrorCode(err) == CodeNotFound {
+						details = append(details, FieldError{Field: fmt.Sprintf("%s[%d].%s", f.Name, i, l.By),
+							Message: fmt.Sprintf("no %s has id %d", from.Singular, id)})
+						continue
+					}
+					if err != nil {
+						return err
+					}
+					v = ref[l.Field]
+					seen[id] = v
+				}
+				item[sub.Name] = v
+			}
+		}
+	}
+	if len(details) > 0 {
+		return &Error{Code: CodeUnprocessable, Message: "The request names records that do not exist", Details: details}
 	}
 	return nil
 }

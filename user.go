@@ -130,3 +130,27 @@ func checkPermissions(v any) string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// checkTitle accepts a one-line title of 1 to 200 characters.
+func checkTitle(v any) string {
+	if why := checkLength(1, 200)(v); why != "" {
+		return why
+	}
+	if strings.IndexFunc(v.(string), unicode.IsControl) >= 0 {
+		return "must not contain control characters"
+	}
+	return ""
+}
+
+// checkText accepts a text of 1 to max characters.
+func checkText(max int) func(any) string { return checkLength(1, max) }
+
+// oneOf accepts one of the given strings.
+func oneOf(values ...string) func(any) string {
+	return func(v any) string {
+		if !slices.Contains(values, v.(string)) {
+			return "must be one of " + quotedList(values)
+		}
+		return ""
+	}
+}

@@ -75,8 +75,8 @@ func expect(res *resourceapi.Resource, rt route, k kind) resourceapi.Code {
 	if !can && !(self && selfMay) {
 		return resourceapi.CodeForbidden
 	}
-	restricted := (rt.op == resourceapi.OpRead && access.Private) ||
-		(rt.op != resourceapi.OpRead && (access.Guarded || access.Private))
+	// Private: only the owner does anything; Guarded: only the owner changes.
+	restricted := access.Private || (access.Guarded && (rt.op == resourceapi.OpReplace || rt.op == resourceapi.OpUpdate))
 	if restricted && !self && k != kAdmin {
 		return resourceapi.CodeForbidden
 	}
