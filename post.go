@@ -16,6 +16,7 @@ var Posts = NewResource(Resource{
 	},
 	Access: Access{Owner: "author_id", Guarded: true, Self: []Op{OpDelete}},
 	Parent: "author_id",
+	Events: map[Op]string{OpCreate: "postCreated"},
 	Example: func(n int) Record {
 		return Record{"title": "Post number " + itoa(n), "content": "On the Analytical Engine."}
 	},

@@ -195,6 +195,11 @@ type Resource struct {
 	// Path is the collection's path segment when it differs from Name
 	// (api-keys for the table api_keys).
 	Path string
+	// Events names the event each kind of write publishes once it has
+	// committed ({OpCreate: "userCreated"}): GraphQL subscriptions deliver
+	// them. The store records the event in the write's own transaction, so
+	// a committed write's event is never lost.
+	Events map[Op]string
 	// Example returns the n-th example of a valid create body (values of
 	// the fields' Go types; owner and parent left out, so the creator owns
 	// it), distinct for each n: for the API documentation, and for tests

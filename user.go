@@ -36,6 +36,7 @@ var Users = NewResource(Resource{
 	// users:read or users:write (not its roles or permissions, which only an
 	// admin sets).
 	Access: Access{Owner: "id", Self: []Op{OpRead, OpUpdate}},
+	Events: map[Op]string{OpCreate: "userCreated"},
 	Example: func(n int) Record {
 		return Record{"name": "Ada Lovelace " + itoa(n), "email": "ada" + itoa(n) + "@example.com", "age": int64(36)}
 	},
