@@ -148,6 +148,9 @@ func New(cfg Config) *Store {
 
 // Ping implements resourceapi.Store.
 func (s *Store) Ping(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("ping: %w", err)
+	}
 	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
 		var one int
 		return q.QueryRowContext(ctx, "SELECT 1").Scan(&one)
@@ -160,6 +163,10 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // List implements resourceapi.Store.
 func (s *Store) List(ctx context.Context, res *resourceapi.Resource, lq resourceapi.ListQuery) (resourceapi.Page, error) {
+	// A done context fails every call, even one the cache could answer.
+	if err := ctx.Err(); err != nil {
+		return resourceapi.Page{}, fmt.Errorf("list %s: %w", res.Name, err)
+	}
 	key := listKey(lq)
 	page, ok, gen := s.cache.getPage(res, key)
 	if ok {
@@ -277,6 +284,9 @@ func keptCount(lq resourceapi.ListQuery) bool {
 
 // Get implements resourceapi.Store.
 func (s *Store) Get(ctx context.Context, res *resourceapi.Resource, id int64) (resourceapi.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("get %s %d: %w", res.Singular, id, err)
+	}
 	rec, gen := s.cache.get(res, id)
 	if rec != nil {
 		return rec, nil
