@@ -53,9 +53,11 @@ type Options struct {
 	Readers int
 	// Now is the store's clock; nil is time.Now.
 	Now resourceapi.Clock
-	// CacheRecords bounds the cache of records by id; 0 is 16384 and a
-	// negative value turns the cache off. The cache is sound because this
-	// process is the only writer (see the package doc).
+	// CacheRecords bounds the cache of records and list pages: at most that
+	// many entries, of at most sqlstore.EntryBytes (2 KiB) each on average by
+	// estimate (16384 entries: 32 MiB). 0 is 16384 and a negative value turns
+	// the cache off. The cache is sound because this process is the only
+	// writer (see the package doc).
 	CacheRecords int
 }
 
@@ -259,7 +261,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 }
 
 // Close stops the writer after the writes under way and closes the
-// connections.
+// connections. No call of the store may be under way or follow.
 func (db *DB) Close() error {
 	db.writer.close()
 	db.readers.close()

@@ -26,22 +26,34 @@ type groupWriter struct {
 	conn *conn
 	// beforeCommit runs at the end of every transaction (see ftsSync).
 	beforeCommit []string
-	jobs         chan *job
-	quit         chan struct{}
-	stopped      chan struct{}
-	once         sync.Once
+	// tx is the handle the jobs of the transaction under way are given.
+	tx      tx
+	jobs    chan *job
+	quit    chan struct{}
+	stopped chan struct{}
+	once    sync.Once
 }
 
 type job struct {
 	ctx  context.Context
-	fn   func(context.Context, sqlstore.Querier) error
+	fn   func(context.Context, sqlstore.Tx) error
 	done chan error
 }
+
+// tx is the sqlstore.Tx of the writer's transactions.
+type tx struct {
+	*conn
+	after []func()
+}
+
+// AfterEnd implements sqlstore.Tx.
+func (t *tx) AfterEnd(f func()) { t.after = append(t.after, f) }
 
 func newGroupWriter(c *conn, beforeCommit []string) *groupWriter {
 	w := &groupWriter{
 		conn:         c,
 		beforeCommit: beforeCommit,
+		tx:           tx{conn: c},
 		jobs:         make(chan *job),
 		quit:         make(chan struct{}),
 		stopped:      make(chan struct{}),
@@ -55,7 +67,7 @@ func newGroupWriter(c *conn, beforeCommit []string) *groupWriter {
 // once taken, Write waits for the outcome even if ctx ends, so that its
 // caller always knows whether the write happened (and the store's cache is
 // never left stale by a write that committed after its caller gave up).
-func (w *groupWriter) Write(ctx context.Context, fn func(context.Context, sqlstore.Querier) error) error {
+func (w *groupWriter) Write(ctx context.Context, fn func(context.Context, sqlstore.Tx) error) error {
 	j := &job{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	select {
 	case w.jobs <- j:
@@ -133,11 +145,11 @@ func (w *groupWriter) commit(batch []*job) {
 		var txErr error
 		errs[i], txErr = w.runOne(ctx, j)
 		if txErr != nil {
-			failAll(errors.Join(txErr, w.conn.exec(ctx, "ROLLBACK")))
+			failAll(errors.Join(txErr, w.end(ctx, false)))
 			return
 		}
 	}
-	if err := w.finish(ctx); err != nil {
+	if err := w.end(ctx, true); err != nil {
 		failAll(err)
 		return
 	}
@@ -160,12 +172,12 @@ func (w *groupWriter) tryCommit(batch []*job) bool {
 			continue // its caller has gone: it is told in commit's slow path
 		}
 		if err := w.runJob(ctx, j); err != nil {
-			w.conn.exec(ctx, "ROLLBACK")
+			w.end(ctx, false)
 			return false
 		}
 		ran[i] = true
 	}
-	if err := w.finish(ctx); err != nil {
+	if err := w.end(ctx, true); err != nil {
 		return false
 	}
 	for i, j := range batch {
@@ -176,6 +188,25 @@ func (w *groupWriter) tryCommit(batch []*job) bool {
 		}
 	}
 	return true
+}
+
+// end ends the transaction under way: it commits it, running the
+// end-of-transaction statements first, or rolls it back; on failure to
+// commit it rolls back and returns why. Then it runs the jobs' AfterEnd
+// functions, whatever happened.
+func (w *groupWriter) end(ctx context.Context, commit bool) error {
+	var err error
+	if commit {
+		err = w.finish(ctx)
+	} else {
+		err = w.conn.exec(ctx, "ROLLBACK")
+	}
+	for _, f := range w.tx.after {
+		f()
+	}
+	clear(w.tx.after)
+	w.tx.after = w.tx.after[:0]
+	return err
 }
 
 // finish runs the end-of-transaction statements and commits, or rolls back
@@ -219,5 +250,5 @@ func (w *groupWriter) runJob(ctx context.Context, j *job) (err error) {
 			err = fmt.Errorf("write panicked: %v", p)
 		}
 	}()
-	return j.fn(ctx, w.conn)
+	return j.fn(ctx, &w.tx)
 }
