@@ -2,9 +2,14 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -171,4 +176,113 @@ func mustCreateUser(t *testing.T, db *sqlite.DB, name, email string) resourceapi
 		t.Fatalf("Create(%s): %v", email, err)
 	}
 	return out
+}
+
+// TestForeignWritesVisible writes the database file behind the store's back,
+// the way the sqlite3 shell or another command would, and checks that the
+// store's next reads show the change although it had the record and the page
+// cached: through another connection in this process, through another
+// process, and followed by one of the store's own writes (whose transaction
+// is the first to notice).
+func TestForeignWritesVisible(t *testing.T) {
+	writers := []struct {
+		name  string
+		write func(t *testing.T, path, name string)
+	}{
+		{"Connection", foreignUpdate},
+		{"Process", func(t *testing.T, path, name string) {
+			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestForeignWriteHelper$", "-test.count=1")
+			cmd.Env = append(os.Environ(), "SQLITE_FOREIGN_WRITE="+path, "SQLITE_FOREIGN_NAME="+name)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("child process: %v\n%s", err, out)
+			}
+		}},
+	}
+	for _, w := range writers {
+		for _, ownWrite := range []bool{false, true} {
+			name := w.name
+			if ownWrite {
+				name += "ThenOwnWrite"
+			}
+			t.Run(name, func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "foreign.db")
+				db, err := sqlite.Open(context.Background(), path, sqlite.Options{Sync: sqlite.SyncNormal})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { db.Close() })
+				for i := range 5 {
+					mustCreateUser(t, db, fmt.Sprintf("User %d", i+1), fmt.Sprintf("user%d@example.com", i+1))
+				}
+				mustName(t, db, 3, "User 3") // cached now
+				mustName(t, db, 3, "User 3")
+
+				w.write(t, path, "Changed Elsewhere")
+				if ownWrite {
+					if _, err := db.Update(context.Background(), resourceapi.Users, 5, resourceapi.Record{"name": "Own"}, nil); err != nil {
+						t.Fatal(err)
+					}
+				}
+				mustName(t, db, 3, "Changed Elsewhere")
+			})
+		}
+	}
+}
+
+// mustName checks the name of record id through Get, and through List (both
+// twice, so that the second read may come from the cache).
+func mustName(t *testing.T, db *sqlite.DB, id int64, want string) {
+	t.Helper()
+	ctx := context.Background()
+	lq, err := resourceapi.ParseListQuery(resourceapi.Users, url.Values{"sort": {"id"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		rec, err := db.Get(ctx, resourceapi.Users, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rec["name"]; got != want {
+			t.Fatalf("Get(%d) name = %q, want %q", id, got, want)
+		}
+		page, err := db.List(ctx, resourceapi.Users, lq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(page.Records, func(r resourceapi.Record) bool { return r.ID() == id })
+		if i < 0 {
+			t.Fatalf("List: record %d missing", id)
+		}
+		if got := page.Records[i]["name"]; got != want {
+			t.Fatalf("List: record %d name = %q, want %q", id, got, want)
+		}
+	}
+}
+
+// foreignUpdate renames user 3 through a database/sql connection of its own,
+// as the sqlite3 shell would.
+func foreignUpdate(t *testing.T, path, name string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	res, err := db.Exec("UPDATE users SET name = ? WHERE id = 3", name)
+	if err != nil {
+		t.Fatalf("foreign UPDATE: %v", err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("foreign UPDATE changed %d rows, want 1", n)
+	}
+}
+
+// TestForeignWriteHelper is TestForeignWritesVisible's child process.
+func TestForeignWriteHelper(t *testing.T) {
+	path := os.Getenv("SQLITE_FOREIGN_WRITE")
+	if path == "" {
+		t.Skip("run by TestForeignWritesVisible")
+	}
+	foreignUpdate(t, path, os.Getenv("SQLITE_FOREIGN_NAME"))
 }

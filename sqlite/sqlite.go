@@ -7,10 +7,13 @@
 // undoing a failed write alone with savepoints. So writers never see
 // "database is locked", and an acknowledged write is on disk.
 //
-// A SQLite file is served by one process: the store caches records and list
-// pages, and the cache assumes no other process writes the file while the
-// server runs. Open takes a lock on <file>.lock to make sure of it. Several
-// instances need PostgreSQL.
+// A SQLite file is served by one process: Open takes a lock on <file>.lock so
+// that a second server on it fails at start. Several instances need
+// PostgreSQL. Other processes may still write the file (the sqlite3 shell,
+// the service's own commands): the store caches records and list pages, and
+// finds such commits before every read of its cache (see watch), so that it
+// never serves a record older than a commit that completed before the read
+// began.
 package sqlite
 
 import (
@@ -56,8 +59,7 @@ type Options struct {
 	// CacheRecords bounds the cache of records and list pages: at most that
 	// many entries, of at most sqlstore.EntryBytes (2 KiB) each on average by
 	// estimate (16384 entries: 32 MiB). 0 is 16384 and a negative value turns
-	// the cache off. The cache is sound because this process is the only
-	// writer (see the package doc).
+	// the cache off.
 	CacheRecords int
 }
 
@@ -69,6 +71,7 @@ type DB struct {
 	write   *sql.DB
 	readers *readers
 	writer  *groupWriter
+	watch   *watch
 }
 
 // Open opens (creating if needed) the SQLite file at path, brings its schema
@@ -147,14 +150,23 @@ func open(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.closeDBs()
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
-	db.writer = newGroupWriter(wc, ftsStmts)
+	watch, err := newWatch(ctx, wc, path)
+	if err != nil {
+		wc.close()
+		db.readers.close()
+		db.closeDBs()
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	db.watch = watch
+	db.writer = newGroupWriter(wc, watch, ftsStmts)
 
 	cache := opts.CacheRecords
 	if cache == 0 {
 		cache = 16384
 	}
 	db.Store = sqlstore.New(sqlstore.Config{
-		Reader: db.readers, Writer: db.writer, Dialect: dialect{}, Now: opts.Now, CacheRecords: cache,
+		Reader: db.readers, Writer: db.writer, Dialect: dialect{}, Now: opts.Now,
+		CacheRecords: cache, ForeignCommits: watch.commits,
 	})
 	return db, nil
 }
@@ -264,6 +276,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 // connections. No call of the store may be under way or follow.
 func (db *DB) Close() error {
 	db.writer.close()
+	db.watch.close()
 	db.readers.close()
 	err := errors.Join(db.writer.conn.close(), db.closeDBs())
 	if db.lock != nil {

@@ -2,6 +2,8 @@ package sqlstore_test
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"net/url"
 	"path/filepath"
 	"testing"
@@ -90,3 +92,52 @@ func TestCacheBoundedUnderDistinctQueries(t *testing.T) {
 // characters scan with LIKE, which costs less than the full-text index on a
 // table of one record.
 func noMatch(i int) string { return string([]rune{0x4e00 + rune(i/500), 0x4e00 + rune(i%500)}) }
+
+// TestCacheClearedByForeignCommitsOnly checks that the store's own commits
+// leave the cache of other records alone, and that a commit from another
+// connection (another process, as far as SQLite can tell) clears all of it.
+func TestCacheClearedByForeignCommitsOnly(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "foreign.db")
+	db := mustOpen(t, path, sqlite.Options{Sync: sqlite.SyncNormal})
+	for i := range 3 {
+		mustCreate(t, db, "User", fmt.Sprintf("user%d@example.com", i))
+	}
+	if _, err := db.Get(ctx, resourceapi.Users, 1); err != nil {
+		t.Fatal(err)
+	}
+	clears := func() uint64 {
+		_, _, _, _, n := sqlstore.CacheStats(db.Store)
+		return n
+	}
+	for i := range 5 {
+		if _, err := db.Update(ctx, resourceapi.Users, 2, resourceapi.Record{"name": fmt.Sprint("Own ", i)}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Get(ctx, resourceapi.Users, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := clears(); n != 0 {
+		t.Fatalf("the store's own commits cleared the cache %d times, want 0", n)
+	}
+
+	other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Exec("UPDATE users SET name = 'Foreign' WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := db.Get(ctx, resourceapi.Users, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec["name"] != "Foreign" {
+		t.Fatalf("after a foreign commit, name = %q, want %q", rec["name"], "Foreign")
+	}
+	if n := clears(); n != 1 {
+		t.Fatalf("a foreign commit cleared the cache %d times, want 1", n)
+	}
+}
