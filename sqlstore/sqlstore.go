@@ -211,10 +211,11 @@ func (s *Store) List(ctx context.Context, res *resourceapi.Resource, lq resource
 	if s.cache != nil {
 		key = listKey(lq)
 	}
-	page, ok, fill := s.cache.page(res, key)
+	cached, ok, fill := s.cache.page(res, key)
 	if ok {
-		return page, nil
+		return cached, nil
 	}
+	var page resourceapi.Page // declared here, so that a hit allocates nothing
 	// One statement reads the page and its total, so they always agree
 	// without a transaction's round trips.
 	err := s.reader.Read(ctx, func(ctx context.Context, tx Querier) error {
@@ -330,10 +331,11 @@ func (s *Store) Get(ctx context.Context, res *resourceapi.Resource, id int64) (r
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("get %s %d: %w", res.Singular, id, err)
 	}
-	rec, fill := s.cache.record(res, id)
-	if rec != nil {
-		return rec, nil
+	cached, fill := s.cache.record(res, id)
+	if cached != nil {
+		return cached, nil
 	}
+	var rec resourceapi.Record // declared here, so that a hit allocates nothing
 	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
 		var err error
 		rec, err = s.get(ctx, q, res, id, "")
