@@ -340,6 +340,9 @@ func (s *memStore) List(ctx context.Context, res *resourceapi.Resource, q resour
 	if err := s.readCtxErr(ctx, fmt.Sprintf("list %+v", q)); err != nil {
 		return resourceapi.Page{}, err
 	}
+	if err := q.Check(res); err != nil {
+		return resourceapi.Page{}, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var match []resourceapi.Record
