@@ -10,6 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/resourceapi/resourceapi"
@@ -51,6 +54,14 @@ type Dialect interface {
 	// LockRetain serialises the writes that check res's Retain invariant, on
 	// databases where transactions could otherwise both pass the check.
 	LockRetain(ctx context.Context, tx Execer, res *resourceapi.Resource) error
+	// Items returns an expression, over a row of res's table, whose value is
+	// a JSON array of the objects of field f (a TypeItems field), in order:
+	// each object has the item fields by name.
+	Items(res *resourceapi.Resource, f *resourceapi.Field) string
+	// ForeignKey reports whether err is a violation of a foreign key: a
+	// reference to a record that does not exist, or the delete of a record
+	// that a restricting reference still points to.
+	ForeignKey(err error) bool
 	// Permissions returns an expression, over the users row aliased user,
 	// whose value is a JSON array of the user's effective permissions: their
 	// own grants and those of their roles in the roles table, each once.
@@ -155,6 +166,7 @@ type Store struct {
 	dialect Dialect
 	now     resourceapi.Clock
 	cache   *cache
+	columns sync.Map // *resourceapi.Resource -> columnSet, built once
 }
 
 var _ resourceapi.Store = (*Store)(nil)
@@ -249,7 +261,7 @@ func (s *Store) List(ctx context.Context, res *resourceapi.Resource, lq resource
 
 func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource, lq resourceapi.ListQuery) (resourceapi.Page, error) {
 	page := resourceapi.Page{Records: []resourceapi.Record{}}
-	cols := readColumns(res)
+	cols := s.readColumns(res)
 	q := s.newQuery()
 	q.WriteString("SELECT " + cols.list + ", ")
 	// The total comes with every row. With q, a window function counts the
@@ -371,7 +383,7 @@ func (s *Store) Get(ctx context.Context, res *resourceapi.Resource, id int64) (r
 // get returns the record, or nil when it does not exist. suffix ends the
 // query (a locking clause).
 func (s *Store) get(ctx context.Context, db Querier, res *resourceapi.Resource, id int64, suffix string) (resourceapi.Record, error) {
-	cols := readColumns(res)
+	cols := s.readColumns(res)
 	row := db.QueryRowContext(ctx, "SELECT "+cols.list+" FROM "+res.Name+" WHERE id = "+s.dialect.Placeholder(1)+suffix, id)
 	rec, err := cols.scan(row, nil)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -492,6 +504,9 @@ func (s *Store) Delete(ctx context.Context, res *resourceapi.Resource, id int64,
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, "DELETE FROM "+res.Name+" WHERE id = "+s.dialect.Placeholder(1), id); err != nil {
+			if s.dialect.ForeignKey(err) {
+				return restricted(res)
+			}
 			return err
 		}
 		s.changed(tx, change{res: res, id: id, whole: dependents(res)})
@@ -517,10 +532,50 @@ func (s *Store) changed(tx Tx, ch change) {
 }
 
 // dependents returns the resources whose records the database deletes with a
-// record of res (ON DELETE CASCADE): a delete changes them without naming
-// them. There are none yet; the issue that adds resources which reference
-// others fills it from their declarations.
-func dependents(*resourceapi.Resource) []*resourceapi.Resource { return nil }
+// record of res (ON DELETE CASCADE), directly or through others: a delete
+// changes them without naming them. They come from the declarations: every
+// reference that is not Restrict cascades.
+func dependents(res *resourceapi.Resource) []*resourceapi.Resource {
+	var out []*resourceapi.Resource
+	var walk func(r *resourceapi.Resource)
+	walk = func(r *resourceapi.Resource) {
+		for _, d := range resourceapi.Declared() {
+			for _, f := range d.Fields {
+				if f.References == r.Name && !f.Restrict && !slices.Contains(out, d) && d != res {
+					out = append(out, d)
+					walk(d)
+				}
+			}
+		}
+	}
+	walk(res)
+	return out
+}
+
+// restricted is the error of a delete that a restricting reference refuses
+// (a product that orders list).
+func restricted(res *resourceapi.Resource) error {
+	var by []string
+	for _, d := range resourceapi.Declared() {
+		for _, f := range d.Fields {
+			if f.Items == nil {
+				continue
+			}
+			for _, sub := range f.Items.Fields {
+				if sub.References == res.Name && sub.Restrict {
+					by = append(by, d.Name)
+				}
+			}
+		}
+		for _, f := range d.Fields {
+			if f.References == res.Name && f.Restrict {
+				by = append(by, d.Name)
+			}
+		}
+	}
+	return resourceapi.Errorf(resourceapi.CodeConflict,
+		"The %s is referred to by %s, which keep it: it cannot be deleted while they exist", res.Singular, strings.Join(by, ", "))
+}
 
 // current reads, and locks where the database needs it, the record a write
 // is about to change (nil when absent), and checks cond against it. When the
@@ -668,6 +723,8 @@ func (s *Store) insert(ctx context.Context, tx Querier, res *resourceapi.Resourc
 	now := resourceapi.Timestamp(s.now())
 	q := s.newQuery()
 	cols, vals := []string{"id"}, []string{q.Arg(id)}
+	var items map[*resourceapi.Field][]resourceapi.Record
+	values := make(resourceapi.Record, len(res.Fields))
 	for i := range res.Fields {
 		f := &res.Fields[i]
 		if f.ReadOnly && !f.Computed {
@@ -680,13 +737,24 @@ func (s *Store) insert(ctx context.Context, tx Querier, res *resourceapi.Resourc
 		if ic, ok := v.(resourceapi.IfCreated); ok {
 			v = ic.Value
 		}
+		values[f.Name] = v
+		if f.Type == resourceapi.TypeItems {
+			if items == nil {
+				items = make(map[*resourceapi.Field][]resourceapi.Record)
+			}
+			items[f], _ = v.([]resourceapi.Record)
+			continue
+		}
 		for _, c := range writeColumns(f, v) {
 			cols, vals = append(cols, c.name), append(vals, q.Arg(c.value))
 		}
 	}
+	if err := s.checkReferences(ctx, tx, res, values); err != nil {
+		return nil, err
+	}
 	cols = append(cols, "created_at", "updated_at")
 	vals = append(vals, q.Arg(now), q.Arg(now))
-	read := readColumns(res)
+	read := s.returnColumns(res)
 	q.WriteString("INSERT INTO " + res.Name + " (" + join(cols) + ") VALUES (" + join(vals) + ")")
 	if ifFree {
 		q.WriteString(" ON CONFLICT (id) DO NOTHING")
@@ -699,7 +767,78 @@ func (s *Store) insert(ctx context.Context, tx Querier, res *resourceapi.Resourc
 	if err != nil {
 		return nil, s.writeError(res, err)
 	}
+	for f, list := range items {
+		if err := s.writeItems(ctx, tx, res, f, out.ID(), list); err != nil {
+			return nil, err
+		}
+		out[f.Name] = list
+	}
 	return out, nil
+}
+
+// checkReferences fails with CodeUnprocessable, naming each field, when rec
+// refers to records that do not exist. The foreign keys would refuse the
+// write too, but SQLite does not say which one failed; this way the client
+// learns which field is wrong, on every database. (A referenced record
+// deleted between this check and the commit is still refused, by the key.)
+func (s *Store) checkReferences(ctx context.Context, tx Querier, res *resourceapi.Resource, rec resourceapi.Record) error {
+	var details []resourceapi.FieldError
+	for i := range res.Fields {
+		f := &res.Fields[i]
+		id, ok := rec[f.Name].(int64)
+		if f.References == "" || !ok {
+			continue
+		}
+		ref := resourceapi.ResourceNamed(f.References)
+		var one int
+		err := tx.QueryRowContext(ctx, "SELECT 1 FROM "+ref.Name+" WHERE id = "+s.dialect.Placeholder(1), id).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			details = append(details, resourceapi.FieldError{Field: f.Name, Message: fmt.Sprintf("no %s has id %d", ref.Singular, id)})
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("check %s: %w", f.Name, err)
+		}
+	}
+	if len(details) > 0 {
+		return &resourceapi.Error{Code: resourceapi.CodeUnprocessable, Message: "The " + res.Singular + " refers to records that do not exist", Details: details}
+	}
+	return nil
+}
+
+// writeItems replaces the items of record id's field f with items, in order.
+func (s *Store) writeItems(ctx context.Context, tx Querier, res *resourceapi.Resource, f *resourceapi.Field, id int64, items []resourceapi.Record) error {
+	decl := f.Items
+	if _, err := tx.ExecContext(ctx, "DELETE FROM "+decl.Table+" WHERE "+decl.Key+" = "+s.dialect.Placeholder(1), id); err != nil {
+		return fmt.Errorf("write %s: %w", f.Name, err)
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	q := s.newQuery()
+	cols := []string{decl.Key, "position"}
+	for _, sub := range decl.Fields {
+		cols = append(cols, sub.Name)
+	}
+	q.WriteString("INSERT INTO " + decl.Table + " (" + join(cols) + ") VALUES ")
+	for i, item := range items {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		vals := []string{q.Arg(id), q.Arg(int64(i))}
+		for _, sub := range decl.Fields {
+			vals = append(vals, q.Arg(item[sub.Name]))
+		}
+		q.WriteString("(" + join(vals) + ")")
+	}
+	if _, err := tx.ExecContext(ctx, q.String(), q.args...); err != nil {
+		if s.dialect.ForeignKey(err) {
+			return &resourceapi.Error{Code: resourceapi.CodeUnprocessable,
+				Message: fmt.Sprintf("The %s's %s refer to records that do not exist", res.Singular, f.Name)}
+		}
+		return fmt.Errorf("write %s: %w", f.Name, err)
+	}
+	return nil
 }
 
 // update writes the fields present in change over cur and returns the stored
@@ -708,6 +847,8 @@ func (s *Store) update(ctx context.Context, tx Querier, res *resourceapi.Resourc
 	after := maps.Clone(cur)
 	q := s.newQuery()
 	var sets []string
+	var items map[*resourceapi.Field][]resourceapi.Record
+	changed := make(resourceapi.Record, len(change))
 	for i := range res.Fields {
 		f := &res.Fields[i]
 		v, ok := change[f.Name]
@@ -718,6 +859,14 @@ func (s *Store) update(ctx context.Context, tx Querier, res *resourceapi.Resourc
 			continue // the record exists: keep what is stored
 		}
 		after[f.Name] = v
+		changed[f.Name] = v
+		if f.Type == resourceapi.TypeItems {
+			if items == nil {
+				items = make(map[*resourceapi.Field][]resourceapi.Record)
+			}
+			items[f], _ = v.([]resourceapi.Record)
+			continue
+		}
 		for _, c := range writeColumns(f, v) {
 			sets = append(sets, c.name+" = "+q.Arg(c.value))
 		}
@@ -725,18 +874,40 @@ func (s *Store) update(ctx context.Context, tx Querier, res *resourceapi.Resourc
 	if err := s.checkRetain(ctx, tx, res, cur, after); err != nil {
 		return nil, err
 	}
+	if err := s.checkReferences(ctx, tx, res, changed); err != nil {
+		return nil, err
+	}
 	sets = append(sets, "updated_at = "+q.Arg(resourceapi.Timestamp(s.now())))
-	read := readColumns(res)
+	read := s.returnColumns(res)
 	q.WriteString("UPDATE " + res.Name + " SET " + join(sets) + " WHERE id = " + q.Arg(cur.ID()) + " RETURNING " + read.list)
 	out, err := read.scan(tx.QueryRowContext(ctx, q.String(), q.args...), nil)
 	if err != nil {
 		return nil, s.writeError(res, err)
 	}
+	for i := range res.Fields {
+		f := &res.Fields[i]
+		if f.Type != resourceapi.TypeItems {
+			continue
+		}
+		list, ok := items[f]
+		if !ok {
+			out[f.Name] = cur[f.Name] // unchanged
+			continue
+		}
+		if err := s.writeItems(ctx, tx, res, f, out.ID(), list); err != nil {
+			return nil, err
+		}
+		out[f.Name] = list
+	}
 	return out, nil
 }
 
-// writeError turns a unique violation into CodeConflict naming the field.
+// writeError turns a unique violation into CodeConflict naming the field,
+// and a violated reference into CodeUnprocessable.
 func (s *Store) writeError(res *resourceapi.Resource, err error) error {
+	if s.dialect.ForeignKey(err) {
+		return resourceapi.Errorf(resourceapi.CodeUnprocessable, "The %s refers to a record that does not exist", res.Singular)
+	}
 	col, ok := s.dialect.Unique(err)
 	if !ok {
 		return err
