@@ -430,6 +430,11 @@ func formTarget(uri string) string {
 		if !validHost(u.Host) {
 			return ""
 		}
+		if strings.HasPrefix(u.Host, "[") {
+			// CSP has no syntax for an IPv6 literal ([::1], allowed for
+			// loopback redirects): the scheme is the narrowest source.
+			src = u.Scheme + ":"
+		}
 	}
 	for _, c := range u.Scheme {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '+' || c == '.' || c == '-') {

@@ -847,6 +847,26 @@ func testAuthorizePage(t *testing.T, e *env) {
 	if q.Get("code") == "" || q.Get("state") != "s" {
 		t.Fatalf("first tab: redirect query = %v", q)
 	}
+	// The form's redirect may reach the client's origin, whatever its
+	// kind of redirect URI, and nothing else.
+	for uri, want := range map[string]string{
+		"https://app.example/cb?x=1":  "form-action 'self' https://app.example;",
+		"http://[::1]:8000/cb":        "form-action 'self' http:;",
+		"com.example.app:/oauth/done": "form-action 'self' com.example.app:;",
+	} {
+		cl := e.mustClient(t, resourceapi.Record{"name": "Redirects", "public": true,
+			"grants": []string{resourceapi.GrantAuthorizationCode}, "redirect_uris": []string{uri}})
+		cc := e.config(cl, oauth2.AuthStyleInParams)
+		cc.RedirectURL = uri
+		resp, err := e.browser(t).Get(cc.AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if csp := resp.Header.Get("Content-Security-Policy"); resp.StatusCode != 200 || !strings.Contains(csp, want) {
+			t.Errorf("redirect URI %s: status %d, CSP %q, want %q", uri, resp.StatusCode, csp, want)
+		}
+	}
 	// HEAD is GET without a body.
 	resp, err := c.Head(cfg.AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())))
 	if err != nil || resp.StatusCode != 200 {

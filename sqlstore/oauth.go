@@ -309,11 +309,18 @@ func (s *Store) RevokeRefreshToken(ctx context.Context, hash, clientID string, n
 }
 
 // purge deletes up to purgeBatch rows of table (codes, tokens or families)
-// that expired more than oauthKeep ago, by their key column.
+// that expired more than oauthKeep ago, by their key column. Where writes
+// run concurrently (the dialect locks rows), concurrent purges skip each
+// other's rows instead of waiting for them, in whatever order: waiting
+// could deadlock two saves, and fail them both, over rows neither needs.
 func (s *Store) purge(ctx context.Context, tx Querier, table, key string) error {
 	q := s.newQuery()
+	lock := s.dialect.ForUpdate()
+	if lock != "" {
+		lock += " SKIP LOCKED"
+	}
 	q.WriteString("DELETE FROM " + table + " WHERE " + key + " IN (SELECT " + key + " FROM " + table +
-		" WHERE expires_at < " + q.Arg(s.now().Add(-oauthKeep)) + " LIMIT " + q.Arg(purgeBatch) + ")")
+		" WHERE expires_at < " + q.Arg(s.now().Add(-oauthKeep)) + " LIMIT " + q.Arg(purgeBatch) + lock + ")")
 	if _, err := tx.ExecContext(ctx, q.String(), q.args...); err != nil {
 		return fmt.Errorf("purge %s: %w", table, err)
 	}
