@@ -62,8 +62,9 @@ var APIKeys = NewResource(Resource{
 		{Name: "updated_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 	},
 	// Anyone manages their own keys; only an admin sees or revokes another's.
-	Access: Access{Owner: "user_id", Self: []Op{OpRead, OpCreate, OpUpdate, OpDelete}, Private: true, Guarded: true},
-	Parent: "user_id",
+	Access:  Access{Owner: "user_id", Self: []Op{OpRead, OpCreate, OpUpdate, OpDelete}, Private: true, Guarded: true},
+	Parent:  "user_id",
+	Example: func(n int) Record { return Record{"name": "deploy " + itoa(n)} },
 	Compute: func(rec Record) {
 		if k, ok := rec["key"].(string); ok && len(k) >= 12 {
 			rec["prefix"] = k[:12]

@@ -169,8 +169,9 @@ type Authenticator struct {
 
 	// dummy is a hash of a random password, verified when an email names
 	// no user, so that an unknown email costs what a wrong password costs.
-	dummy    string
-	verified *verifiedCache
+	dummy          string
+	verified       *verifiedCache
+	verifiedTokens *tokenCache
 }
 
 // AuthConfig is what an Authenticator is made from.
@@ -213,6 +214,7 @@ func NewAuthenticator(cfg AuthConfig) (*Authenticator, error) {
 	if ttl > 0 {
 		a.verified = newVerifiedCache(ttl, 10000, a.now)
 	}
+	a.verifiedTokens = &tokenCache{max: 10000, items: make(map[string]Claims)}
 	return a, nil
 }
 
@@ -289,9 +291,13 @@ func (a *Authenticator) bearer(ctx context.Context, token string) (Account, erro
 	if a.tokens == nil {
 		return Account{}, errInvalidCredential
 	}
-	claims, err := a.tokens.Verify(token)
-	if err != nil {
-		return Account{}, errInvalidCredential
+	claims, ok := a.verifiedTokens.get(token, a.now())
+	if !ok {
+		var err error
+		if claims, err = a.tokens.Verify(token); err != nil {
+			return Account{}, errInvalidCredential
+		}
+		a.verifiedTokens.put(token, claims)
 	}
 	id, err := strconv.ParseInt(claims.Subject, 10, 64)
 	if err != nil || id < 1 || id > MaxID {
@@ -468,4 +474,44 @@ func (c *verifiedCache) forget(k [32]byte) {
 	c.mu.Lock()
 	delete(c.items, k)
 	c.mu.Unlock()
+}
+
+// tokenCache remembers access tokens that verified, until they expire: a
+// token is immutable and its verification depends only on it and the time,
+// so a token that verified once verifies again until its exp. Roles and
+// permissions are never cached with it (they come from the store). Bounded:
+// when full, expired entries go, then arbitrary ones (a dropped entry costs
+// one more verification).
+type tokenCache struct {
+	mu    sync.Mutex
+	max   int
+	items map[string]Claims
+}
+
+func (c *tokenCache) get(token string, now time.Time) (Claims, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cl, ok := c.items[token]
+	if ok && !now.Before(cl.ExpiresAt) {
+		delete(c.items, token)
+		return Claims{}, false
+	}
+	return cl, ok
+}
+
+func (c *tokenCache) put(token string, cl Claims) {
+	if len(token) > maxCredentialLen {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.items) >= c.max {
+		for k := range c.items {
+			if len(c.items) <= c.max*3/4 {
+				break
+			}
+			delete(c.items, k)
+		}
+	}
+	c.items[token] = cl
 }

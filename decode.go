@@ -111,24 +111,18 @@ func Validate(res *Resource, rec Record, mode WriteMode) error {
 			}
 			continue
 		}
-		if v == nil {
-			if !f.Nullable || f.Required {
-				bad(f.Name, "must not be null")
-			}
-			continue
-		}
-		if why := checkType(f, v); why != "" {
-			bad(f.Name, why)
-			continue
-		}
-		if f.Normalize != nil {
-			v = f.Normalize(v)
-		}
-		if f.Check != nil {
-			if why := f.Check(v); why != "" {
-				bad(f.Name, why)
+		if f.Type == TypeItems && v != nil {
+			items, itemDetails := validateItems(f, v)
+			if len(itemDetails) > 0 {
+				details = append(details, itemDetails...)
 				continue
 			}
+			v = items
+		}
+		v, why := checkValue(f, v)
+		if why != "" {
+			bad(f.Name, why)
+			continue
 		}
 		rec[f.Name] = v
 	}
@@ -142,9 +136,19 @@ func Validate(res *Resource, rec Record, mode WriteMode) error {
 	for i, f := range res.Fields {
 		order[f.Name] = i
 	}
+	// An item's detail (items[2].quantity) sorts with its field.
+	field := func(name string) string {
+		if i := strings.IndexAny(name, "[."); i > 0 {
+			return name[:i]
+		}
+		return name
+	}
 	slices.SortStableFunc(details, func(a, b FieldError) int {
-		ia, oka := order[a.Field]
-		ib, okb := order[b.Field]
+		ia, oka := order[field(a.Field)]
+		ib, okb := order[field(b.Field)]
+		if oka && okb && ia == ib {
+			return strings.Compare(a.Field, b.Field)
+		}
 		switch {
 		case oka && okb:
 			return ia - ib
@@ -157,6 +161,81 @@ func Validate(res *Resource, rec Record, mode WriteMode) error {
 		return strings.Compare(a.Field, b.Field)
 	})
 	return &Error{Code: CodeValidation, Message: "Request body is not valid", Details: details}
+}
+
+// checkValue checks a present value of field f: null, type, normalization
+// and constraints. It returns the value to store, or why it is refused.
+func checkValue(f *Field, v any) (any, string) {
+	if v == nil {
+		if !f.Nullable || f.Required {
+			return nil, "must not be null"
+		}
+		return nil, ""
+	}
+	if why := checkType(f, v); why != "" {
+		return nil, why
+	}
+	if f.Normalize != nil {
+		v = f.Normalize(v)
+	}
+	if f.Check != nil {
+		if why := f.Check(v); why != "" {
+			return nil, why
+		}
+	}
+	return v, ""
+}
+
+// validateItems checks the objects of a TypeItems field: their number, and
+// each object's fields, as a record's are checked; read-only item fields are
+// dropped (the rule layer fills them). Details name the item and its field:
+// items[2].quantity.
+func validateItems(f *Field, v any) ([]Record, []FieldError) {
+	items, ok := v.([]Record)
+	if !ok {
+		return nil, []FieldError{{Field: f.Name, Message: "must be " + article(f.Type) + f.Type.String()}}
+	}
+	var details []FieldError
+	if n := len(items); n < f.Items.Min || n > f.Items.Max {
+		return nil, []FieldError{{Field: f.Name, Message: "must hold " + itoa(f.Items.Min) + " to " + itoa(f.Items.Max) + " items"}}
+	}
+	out := make([]Record, len(items))
+	for i, item := range items {
+		prefix := f.Name + "[" + itoa(i) + "]."
+		clean := make(Record, len(f.Items.Fields))
+		for name, val := range item {
+			sub := f.Items.Field(name)
+			switch inv, invalid := val.(invalidValue); {
+			case invalid:
+				details = append(details, FieldError{Field: prefix + name, Message: inv.why})
+			case sub == nil:
+				details = append(details, FieldError{Field: prefix + name, Message: "is not a field of an item"})
+			}
+		}
+		for j := range f.Items.Fields {
+			sub := &f.Items.Fields[j]
+			val, present := item[sub.Name]
+			if _, invalid := val.(invalidValue); invalid || sub.ReadOnly {
+				continue
+			}
+			if !present {
+				if sub.Required {
+					details = append(details, FieldError{Field: prefix + sub.Name, Message: "is required"})
+				} else {
+					clean[sub.Name] = fieldDefault(sub)
+				}
+				continue
+			}
+			val, why := checkValue(sub, val)
+			if why != "" {
+				details = append(details, FieldError{Field: prefix + sub.Name, Message: why})
+				continue
+			}
+			clean[sub.Name] = val
+		}
+		out[i] = clean
+	}
+	return out, details
 }
 
 // checkType reports a value whose Go type is not its field's (a caller that
@@ -178,6 +257,8 @@ func checkType(f *Field, v any) string {
 		if list, ok = v.([]string); ok && slices.ContainsFunc(list, func(s string) bool { return strings.IndexByte(s, 0) >= 0 }) {
 			return "must not contain NUL characters"
 		}
+	case TypeItems:
+		_, ok = v.([]Record)
 	}
 	if !ok {
 		return "must be " + article(f.Type) + f.Type.String()
@@ -247,6 +328,35 @@ func decodeValue(f *Field, msg json.RawMessage) (any, string) {
 			return nil, want
 		}
 		return list, ""
+	case TypeItems:
+		var raw []map[string]json.RawMessage
+		if json.Unmarshal(msg, &raw) != nil || raw == nil || slices.ContainsFunc(raw, func(m map[string]json.RawMessage) bool { return m == nil }) {
+			return nil, want
+		}
+		if len(raw) > f.Items.Max {
+			return nil, "must hold " + itoa(f.Items.Min) + " to " + itoa(f.Items.Max) + " items"
+		}
+		items := make([]Record, len(raw))
+		for i, obj := range raw {
+			item := make(Record, len(obj))
+			for name, m := range obj {
+				sub := f.Items.Field(name)
+				switch {
+				case sub == nil:
+					item[name] = invalidValue{"is not a field of an item"}
+				case sub.ReadOnly:
+				default:
+					v, why := decodeValue(sub, m)
+					if why != "" {
+						item[name] = invalidValue{why}
+						continue
+					}
+					item[name] = v
+				}
+			}
+			items[i] = item
+		}
+		return items, ""
 	}
 	return nil, "cannot be written"
 }

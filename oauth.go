@@ -66,6 +66,10 @@ var OAuthClients = NewResource(Resource{
 	},
 	Check:        checkClient,
 	BeforeCreate: createServiceUser,
+	Example: func(n int) Record {
+		return Record{"name": "Reporting " + itoa(n), "grants": []string{GrantAuthorizationCode, GrantRefreshToken},
+			"redirect_uris": []string{"https://app.example.com/callback"}}
+	},
 })
 
 func newClientID(Record) (string, error) {

@@ -18,6 +18,9 @@ const (
 	TypeBool
 	TypeTime
 	TypeStrings
+	// TypeItems is a list of objects declared by the field's Items, stored
+	// as rows of a table of their own, in order.
+	TypeItems
 )
 
 func (t FieldType) String() string {
@@ -32,6 +35,8 @@ func (t FieldType) String() string {
 		return "timestamp"
 	case TypeStrings:
 		return "array of strings"
+	case TypeItems:
+		return "array of objects"
 	}
 	return fmt.Sprintf("FieldType(%d)", int(t))
 }
@@ -62,9 +67,19 @@ type Field struct {
 	// (Resource.Compute or BeforeCreate) before a write, and stored.
 	Computed bool
 	// References names the resource whose record id this field holds. The
-	// database enforces it (a foreign key), and deleting the referenced record
-	// deletes this one with it.
+	// database enforces it (a foreign key); deleting the referenced record
+	// deletes this one with it, unless Restrict.
 	References string
+	// Restrict makes a reference keep the referenced record from being
+	// deleted while this one exists (CodeConflict), instead of deleting
+	// this one with it.
+	Restrict bool
+	// Items declares the objects of a TypeItems field.
+	Items *Items
+	// Lookup, on a read-only field of an item, copies a value from another
+	// record when the item is written (an order item's unit price from its
+	// product).
+	Lookup *Lookup
 	// Required fields must be present and non-null on create and replace.
 	Required bool
 	// Nullable fields accept null.
@@ -88,6 +103,32 @@ type Field struct {
 	Normalize func(v any) any
 	// Check returns why a non-null, normalized value is not acceptable, or "".
 	Check func(v any) string
+}
+
+// Items declares the objects of a TypeItems field: each is a row of Table,
+// which references the record in column Key and keeps the objects' order.
+type Items struct {
+	Table  string
+	Key    string
+	Fields []Field
+	// Min and Max bound the number of objects.
+	Min, Max int
+}
+
+// Field returns the item field with the given name, or nil.
+func (it *Items) Field(name string) *Field {
+	for i := range it.Fields {
+		if it.Fields[i].Name == name {
+			return &it.Fields[i]
+		}
+	}
+	return nil
+}
+
+// Lookup copies, when an item is written, field Field of the record of
+// Resource whose id is in the item's field By.
+type Lookup struct {
+	Resource, By, Field string
 }
 
 // FilterKind says how a filter's value selects records.
@@ -154,6 +195,16 @@ type Resource struct {
 	// Path is the collection's path segment when it differs from Name
 	// (api-keys for the table api_keys).
 	Path string
+	// Events names the event each kind of write publishes once it has
+	// committed ({OpCreate: "userCreated"}): GraphQL subscriptions deliver
+	// them. The store records the event in the write's own transaction, so
+	// a committed write's event is never lost.
+	Events map[Op]string
+	// Example returns the n-th example of a valid create body (values of
+	// the fields' Go types; owner and parent left out, so the creator owns
+	// it), distinct for each n: for the API documentation, and for tests
+	// that go over every resource.
+	Example func(n int) Record
 	// Check, when set, checks what a record's fields must agree on, after
 	// each field passed its own checks. It sees the fields the write sets
 	// (all of them but Keep fields, except in ModePatch).
@@ -226,6 +277,19 @@ func NewResource(r Resource) *Resource {
 		if f.References != "" && f.Type != TypeInt {
 			panic(fmt.Sprintf("resource %s: reference %q is not an integer field", r.Name, f.Name))
 		}
+		if (f.Type == TypeItems) != (f.Items != nil) {
+			panic(fmt.Sprintf("resource %s: field %q: Items goes with TypeItems", r.Name, f.Name))
+		}
+		if f.Items != nil {
+			for _, sub := range f.Items.Fields {
+				if sub.Type == TypeItems || sub.Type == TypeStrings || sub.Type == TypeTime {
+					panic(fmt.Sprintf("resource %s: item field %s.%s must be an integer, string or boolean", r.Name, f.Name, sub.Name))
+				}
+				if l := sub.Lookup; l != nil && (!sub.ReadOnly || f.Items.Field(l.By) == nil) {
+					panic(fmt.Sprintf("resource %s: item field %s.%s: a lookup is read-only and reads a field of the item", r.Name, f.Name, sub.Name))
+				}
+			}
+		}
 	}
 	return &r
 }
@@ -296,13 +360,29 @@ type Access struct {
 	// Self lists the operations a record's owner may perform without holding
 	// the permission (a user reads and patches their own record).
 	Self []Op
-	// Private restricts reading records to their owner (and admins): others
-	// get CodeForbidden, and lists show a caller only their own records.
+	// Private restricts every operation on a record to its owner (and
+	// admins): others get CodeForbidden, and lists show a caller only their
+	// own records.
 	Private bool
-	// Guarded restricts changing and deleting records to their owner (and
-	// admins); anyone with the read permission may still read them.
+	// Guarded restricts changing records (PUT, PATCH) to their owner (and
+	// admins); anyone with the read permission reads them, and anyone with
+	// the delete permission deletes them (moderation).
 	Guarded bool
 }
+
+// restricts reports whether only a record's owner (or an admin) may perform
+// op on it.
+func (a Access) restricts(op Op) bool {
+	switch op {
+	case OpReplace, OpUpdate:
+		return a.Private || a.Guarded
+	}
+	return a.Private
+}
+
+// Restricts reports whether only a record's owner (or an admin) may perform
+// op on it, whatever their permissions.
+func (a Access) Restricts(op Op) bool { return a.restricts(op) }
 
 // selfMay reports whether a record's owner may perform op without the
 // permission.
@@ -344,6 +424,10 @@ func (r *Resource) ParentOf(rec Record) int64 {
 	id, _ := rec[r.Parent].(int64)
 	return id
 }
+
+// ParentResource returns the resource records are nested under in paths
+// (the resource the Parent field references), or nil.
+func (r *Resource) ParentResource() *Resource { return r.parentResource() }
 
 // parentResource returns the resource of the parent field, or nil.
 func (r *Resource) parentResource() *Resource {
@@ -438,6 +522,11 @@ func (r *Resource) Filter(param string) *Filter {
 	}
 	return nil
 }
+
+// IfCreated is a record value that a replace stores only if it creates the
+// record; a replace of an existing record leaves that field as stored. The
+// rule layer uses it for the owner of a record a PUT may create.
+type IfCreated struct{ Value any }
 
 // MaxID is the largest record id: 2^53-1, the largest integer that every JSON
 // client (JavaScript's numbers) holds exactly. Stores never assign a larger

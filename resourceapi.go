@@ -52,6 +52,16 @@ type Store interface {
 	Ping(ctx context.Context) error
 }
 
+// FirstCreator is implemented by stores that can create a record only when no
+// active record holds its resource's Retain value, check and insert in one
+// transaction: the first admin, when several instances start together on an
+// empty database.
+type FirstCreator interface {
+	// CreateFirst creates rec, which must hold res's Retain value, when no
+	// active record of res holds it, and reports whether it did.
+	CreateFirst(ctx context.Context, res *Resource, rec Record) (_ Record, created bool, _ error)
+}
+
 // Condition is a precondition checked inside a write transaction against the
 // current state of the record (nil when the record does not exist). A non-nil
 // error aborts the write and is returned to the caller unchanged.

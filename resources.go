@@ -12,7 +12,7 @@ import "slices"
 var declared []*Resource
 
 func init() {
-	declared = []*Resource{Users, APIKeys, OAuthClients}
+	declared = []*Resource{Users, APIKeys} // OAuthClients joins with its table (oauth branch)
 }
 
 // Declared returns every resource the service serves.

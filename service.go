@@ -86,9 +86,7 @@ func (s *Service) check(c *Caller, res *Resource, op Op, a allowed, item Item, c
 	if a == ifOwner && !mine {
 		return Errorf(CodeForbidden, "Permission denied: %s", PermissionFor(res.Name, op.Action()))
 	}
-	restricted := (op == OpRead && res.Access.Private) ||
-		(op != OpRead && (res.Access.Guarded || res.Access.Private))
-	if restricted && !mine && !c.IsAdmin() {
+	if res.Access.restricts(op) && !mine && !c.IsAdmin() {
 		return Errorf(CodeForbidden, "Only the owner of this %s or an admin may %s it", res.Singular, op.verb())
 	}
 	return nil
@@ -176,6 +174,9 @@ func (s *Service) Create(ctx context.Context, c *Caller, res *Resource, parent i
 	if err := s.prepare(c, res, rec, ModeCreate); err != nil {
 		return nil, err
 	}
+	if err := s.lookup(ctx, res, rec); err != nil {
+		return nil, err
+	}
 	generated, err := s.generate(res, rec)
 	if err != nil {
 		return nil, err
@@ -212,6 +213,27 @@ func (s *Service) Create(ctx context.Context, c *Caller, res *Resource, parent i
 	return out, nil
 }
 
+// CreateFirst creates rec, which must hold res's Retain value (the first
+// admin), only when no active record holds it, and reports whether it did;
+// the store checks and creates in one transaction. The store must implement
+// FirstCreator.
+func (s *Service) CreateFirst(ctx context.Context, c *Caller, res *Resource, rec Record) (_ Record, created bool, _ error) {
+	fc, ok := s.store.(FirstCreator)
+	if !ok {
+		return nil, false, fmt.Errorf("create first %s: the store cannot", res.Singular)
+	}
+	if _, err := s.permit(c, res, OpCreate); err != nil {
+		return nil, false, err
+	}
+	if err := s.prepare(c, res, rec, ModeCreate); err != nil {
+		return nil, false, err
+	}
+	if err := s.finish(res, rec); err != nil {
+		return nil, false, err
+	}
+	return fc.CreateFirst(ctx, res, rec)
+}
+
 // Replace overwrites record item.ID with rec, or creates it with that id
 // (created is then true). cond, when not nil, is the caller's own
 // precondition (If-Match), checked inside the write transaction after the
@@ -229,6 +251,9 @@ func (s *Service) Replace(ctx context.Context, c *Caller, res *Resource, item It
 	if err := s.prepare(c, res, rec, ModeReplace); err != nil {
 		return nil, false, err
 	}
+	if err := s.lookup(ctx, res, rec); err != nil {
+		return nil, false, err
+	}
 	if err := s.finish(res, rec); err != nil {
 		return nil, false, err
 	}
@@ -243,6 +268,9 @@ func (s *Service) Update(ctx context.Context, c *Caller, res *Resource, item Ite
 		return nil, err
 	}
 	if err := s.prepare(c, res, patch, ModePatch); err != nil {
+		return nil, err
+	}
+	if err := s.lookup(ctx, res, patch); err != nil {
 		return nil, err
 	}
 	if err := s.finish(res, patch); err != nil {
@@ -303,18 +331,73 @@ func (s *Service) prepare(c *Caller, res *Resource, rec Record, mode WriteMode) 
 	if err := res.authorizeFields(c, rec); err != nil {
 		return err
 	}
-	if owner := res.Access.Owner; owner != "" && owner != "id" {
-		v, sent := rec[owner]
-		switch {
-		case !sent && mode != ModePatch && c.UserID != 0:
+	owner := res.Access.Owner
+	if owner == "id" {
+		owner = ""
+	}
+	if v, sent := rec[owner]; owner != "" && sent && !c.IsAdmin() {
+		if id, ok := v.(int64); ok && id != c.UserID {
+			return Errorf(CodeForbidden, "Only an admin may set %s to another user", owner)
+		}
+	}
+	_, sent := rec[owner]
+	if err := Validate(res, rec, mode); err != nil {
+		return err
+	}
+	// A new record without an owner is the caller's; a PUT that names none
+	// keeps the stored owner.
+	if owner != "" && !sent && c.UserID != 0 {
+		switch mode {
+		case ModeCreate:
 			rec[owner] = c.UserID
-		case sent && !c.IsAdmin():
-			if id, ok := v.(int64); ok && id != c.UserID {
-				return Errorf(CodeForbidden, "Only an admin may set %s to another user", owner)
+		case ModeReplace:
+			rec[owner] = IfCreated{c.UserID}
+		}
+	}
+	return nil
+}
+
+// lookup fills the item fields that copy a value from another record (an
+// order item's unit price from its product), reading those records. An item
+// that names no record is CodeUnprocessable, with a detail for it.
+func (s *Service) lookup(ctx context.Context, res *Resource, rec Record) error {
+	var details []FieldError
+	for _, f := range res.Fields {
+		items, ok := rec[f.Name].([]Record)
+		if f.Items == nil || !ok {
+			continue
+		}
+		for _, sub := range f.Items.Fields {
+			l := sub.Lookup
+			if l == nil {
+				continue
+			}
+			from := ResourceNamed(l.Resource)
+			seen := map[int64]any{}
+			for i, item := range items {
+				id, _ := item[l.By].(int64)
+				v, ok := seen[id]
+				if !ok {
+					ref, err := s.store.Get(ctx, from, id)
+					if ErrorCode(err) == CodeNotFound {
+						details = append(details, FieldError{Field: fmt.Sprintf("%s[%d].%s", f.Name, i, l.By),
+							Message: fmt.Sprintf("no %s has id %d", from.Singular, id)})
+						continue
+					}
+					if err != nil {
+						return err
+					}
+					v = ref[l.Field]
+					seen[id] = v
+				}
+				item[sub.Name] = v
 			}
 		}
 	}
-	return Validate(res, rec, mode)
+	if len(details) > 0 {
+		return &Error{Code: CodeUnprocessable, Message: "The request names records that do not exist", Details: details}
+	}
+	return nil
 }
 
 // generate creates the values of generated fields on create and returns

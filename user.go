@@ -36,6 +36,10 @@ var Users = NewResource(Resource{
 	// users:read or users:write (not its roles or permissions, which only an
 	// admin sets).
 	Access: Access{Owner: "id", Self: []Op{OpRead, OpUpdate}},
+	Events: map[Op]string{OpCreate: "userCreated"},
+	Example: func(n int) Record {
+		return Record{"name": "Ada Lovelace " + itoa(n), "email": "ada" + itoa(n) + "@example.com", "age": int64(36)}
+	},
 	Filters: []Filter{
 		{Param: "status", Kind: FilterSoftDelete, Values: []string{StatusActive, StatusDeleted, StatusAll}, Default: StatusActive},
 		{Param: "role", Kind: FilterContains, Field: "roles", Values: RoleNames()},
@@ -127,3 +131,27 @@ func checkPermissions(v any) string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// checkTitle accepts a one-line title of 1 to 200 characters.
+func checkTitle(v any) string {
+	if why := checkLength(1, 200)(v); why != "" {
+		return why
+	}
+	if strings.IndexFunc(v.(string), unicode.IsControl) >= 0 {
+		return "must not contain control characters"
+	}
+	return ""
+}
+
+// checkText accepts a text of 1 to max characters.
+func checkText(max int) func(any) string { return checkLength(1, max) }
+
+// oneOf accepts one of the given strings.
+func oneOf(values ...string) func(any) string {
+	return func(v any) string {
+		if !slices.Contains(values, v.(string)) {
+			return "must be one of " + quotedList(values)
+		}
+		return ""
+	}
+}

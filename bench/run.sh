@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # bench/run.sh [sqlite|postgres]: build resourceapi, start it on a free
 # loopback port with a fresh database, seed users, run every load scenario,
-# print the server's memory, then run the get scenario against bench/bare (a
-# bare net/http handler) so one run shows what the server costs per request.
-# See bench/README.md for what the numbers mean.
+# print the server's memory (also right after distinct, which sends 200,000
+# searches that match nothing, each one new), then run the get scenario
+# against bench/bare (a bare net/http handler) so one run shows what the
+# server costs per request. See bench/README.md for what the numbers mean.
 #
 # Settings (environment): BENCH_DURATION (10s), BENCH_CONNS (64),
-# BENCH_USERS (10000), BENCH_SCENARIOS (get,list,search,create),
+# BENCH_USERS (10000), BENCH_SCENARIOS (get,list,search,create,distinct),
+# BENCH_DISTINCT (requests of distinct, 200000),
 # BENCH_KEEP=1 keeps the temporary directory (database, server log) and the
 # PostgreSQL database. RESOURCEAPI_* variables (RESOURCEAPI_SQLITE_SYNC,
 # RESOURCEAPI_ACCESS_LOG, ...) pass through to the server. When wrk is
@@ -18,7 +20,8 @@ engine=${1:-sqlite}
 duration=${BENCH_DURATION:-10s}
 conns=${BENCH_CONNS:-64}
 users=${BENCH_USERS:-10000}
-scenarios=${BENCH_SCENARIOS:-get,list,search,create}
+scenarios=${BENCH_SCENARIOS:-get,list,search,create,distinct}
+distinct=${BENCH_DISTINCT:-}
 
 work=$(mktemp -d /tmp/resourceapi-bench.XXXXXX)
 server_pid=
@@ -151,8 +154,21 @@ if [ -n "${pgdb:-}" ]; then
 	"$work/load" -url "$base" -c "$conns" -d 1ms -seed "$users" ${auth[@]+"${auth[@]}"} -scenario get >/dev/null
 	psql -h 127.0.0.1 -U root -d "$pgdb" -q -c "VACUUM ANALYZE"
 fi
-"$work/load" -url "$base" -c "$conns" -d "$duration" -seed "$users" ${auth[@]+"${auth[@]}"} \
-	-scenario "$scenarios" | tee "$work/server.txt"
+# One scenario at a time, so that the server's memory can be read right
+# after distinct. The first run seeds (unless the server has the users).
+seed=(-seed "$users")
+: >"$work/server.txt"
+IFS=, read -ra scenario_list <<<"$scenarios"
+for scenario in "${scenario_list[@]}"; do
+	count=()
+	if [ "$scenario" = distinct ] && [ -n "$distinct" ]; then count=(-requests "$distinct"); fi
+	"$work/load" -url "$base" -c "$conns" -d "$duration" -users "$users" ${seed[@]+"${seed[@]}"} ${auth[@]+"${auth[@]}"} \
+		${count[@]+"${count[@]}"} -scenario "$scenario" | tee -a "$work/server.txt"
+	seed=()
+	if [ "$scenario" = distinct ]; then
+		echo "resourceapi memory after distinct: $(memory "$server_pid")"
+	fi
+done
 echo "resourceapi memory after load: $(memory "$server_pid")"
 
 if command -v wrk >/dev/null; then

@@ -1,29 +1,132 @@
 package http
 
 import (
+	"net"
 	"net/http"
+	"net/netip"
+	"strings"
 
 	"github.com/resourceapi/resourceapi"
 )
 
-// authenticate resolves who is calling an /api endpoint and puts the caller
-// in the request's context for the handlers, which ask it for permissions
-// (resourceapi.Caller.Can) and let the resource check field-level rules
-// (resourceapi.Resource.Authorize).
+// identify resolves who makes a request from its credential (X-API-Key,
+// Authorization: Bearer or Basic) and records the outcome in the request's
+// shared state: the caller, or why the credential is refused. It refuses
+// nothing itself: the rate limiter that follows keys its budget on the
+// outcome (requests with bad credentials count against their address), and
+// then requireCaller (on /api routes) or the GraphQL resolvers decide.
 //
-// Authentication is not built yet: every request acts as an administrator.
-// This is the one place where credentials will be checked (X-API-Key,
-// Authorization: Bearer and Basic; 401 UNAUTHENTICATED without one, 403
-// INVALID_TOKEN for a bad one, per decisions.md section 4), so that the
-// handlers do not change when it lands.
-func (s *Server) authenticate(next http.Handler) http.Handler {
+// Credentials are only ever read from headers; one in the URL is refused
+// outright, so that it does not end up in logs and histories as if it worked.
+func (s *Server) identify(r *http.Request) {
+	info := infoFrom(r)
+	if info.identified {
+		return
+	}
+	info.identified = true
+	if q := r.URL.RawQuery; q != "" && credentialInQuery(q) {
+		info.authErr = errCredentialInURL
+		return
+	}
+	h := r.Header
+	cred, err := resourceapi.ParseCredential(h["X-Api-Key"], h["Authorization"])
+	if err != nil {
+		info.authErr = err
+		return
+	}
+	if cred.Scheme == resourceapi.SchemeNone {
+		return
+	}
+	if s.auth == nil {
+		info.authErr = resourceapi.ErrInvalidCredential()
+		return
+	}
+	cred.Client = s.clientIP(r).String()
+	info.caller, info.authErr = s.auth.Authenticate(r.Context(), cred)
+}
+
+var errCredentialInURL = resourceapi.Errorf(resourceapi.CodeBadRequest,
+	"Credentials are accepted only in the X-API-Key or Authorization header, never in the URL")
+
+// credentialInQuery reports whether a query string carries a parameter that
+// clients use for credentials (access_token, as RFC 6750 section 2.3 allows
+// and this service does not, or api_key).
+func credentialInQuery(q string) bool {
+	for rest := q; rest != ""; {
+		var kv string
+		kv, rest, _ = strings.Cut(rest, "&")
+		k, _, _ := strings.Cut(kv, "=")
+		switch strings.ToLower(k) {
+		case "access_token", "api_key", "apikey", "x-api-key":
+			return true
+		}
+	}
+	return false
+}
+
+// requireCaller wraps every /api route: a request proceeds with its caller in
+// the context, or is answered with why it may not: no credential (401
+// UNAUTHENTICATED), a refused one (403 INVALID_TOKEN, or 400 for two).
+func (s *Server) requireCaller(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r.WithContext(resourceapi.WithCaller(r.Context(), s.anonymous)))
+		s.identify(r)
+		info := infoFrom(r)
+		switch {
+		case info.authErr != nil:
+			s.writeError(w, r, info.authErr)
+		case info.caller == nil:
+			s.writeError(w, r, resourceapi.Errorf(resourceapi.CodeUnauthenticated, "Authentication required"))
+		default:
+			next.ServeHTTP(w, r.WithContext(resourceapi.WithCaller(r.Context(), info.caller)))
+		}
 	})
 }
 
-// newAnonymousAdmin is the caller every request acts as until authentication
-// exists. It is built once: a Caller is read-only once made.
-func newAnonymousAdmin() *resourceapi.Caller {
-	return resourceapi.SystemCaller()
+// clientIP returns the address of the client: the peer, unless the peer is
+// a trusted proxy, in which case the right-most X-Forwarded-For address that
+// is not itself a trusted proxy. Addresses a client writes into the header
+// are believed only as far as a trusted proxy vouches for them.
+func (s *Server) clientIP(r *http.Request) netip.Addr {
+	peer := remoteAddr(r)
+	if len(s.trustedProxies) == 0 || !s.trusted(peer) {
+		return peer
+	}
+	hops := r.Header.Values("X-Forwarded-For")
+	addr := peer
+	for i := len(hops) - 1; i >= 0; i-- {
+		parts := strings.Split(hops[i], ",")
+		for j := len(parts) - 1; j >= 0; j-- {
+			a, err := netip.ParseAddr(strings.TrimSpace(parts[j]))
+			if err != nil {
+				return addr // a malformed hop: trust nothing before it
+			}
+			addr = a.Unmap()
+			if !s.trusted(addr) {
+				return addr
+			}
+		}
+	}
+	return addr
+}
+
+func (s *Server) trusted(a netip.Addr) bool {
+	for _, p := range s.trustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// remoteAddr returns the peer address of the connection.
+func remoteAddr(r *http.Request) netip.Addr {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.IPv4Unspecified()
+	}
+	return a.Unmap()
 }

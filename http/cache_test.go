@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -178,14 +180,127 @@ func TestHead(t *testing.T) {
 			if len(head.body) != 0 {
 				t.Errorf("HEAD %s has a body", path)
 			}
-			for _, h := range []string{"Content-Type", "Content-Length", "ETag", "Last-Modified", "Cache-Control", "API-Version", "Vary"} {
-				if got, want := head.Header.Get(h), get.Header.Get(h); got != want {
-					t.Errorf("HEAD %s: %s = %q, GET has %q", path, h, got, want)
-				}
+			sameHeaders(t, "HEAD "+path, head, get)
+		}
+	})
+}
+
+// TestHeadCompressed sends HEAD and GET for bodies of 1 KiB and more, which
+// GET compresses: HEAD must describe the same response, encoding, tag and
+// length included (docs/api.md: same status and headers as GET, no body).
+func TestHeadCompressed(t *testing.T) {
+	forEachStore(t, func(t *testing.T, c *client) {
+		id := mustManyUsers(t, c, 100)
+		item := fmt.Sprintf("/api/users/%d", id)
+		for _, tt := range []struct {
+			path, accept, coding string
+		}{
+			// 100 records compress to more than net/http buffers, so GET
+			// streams them; 8 records compress to less, so GET gets a
+			// Content-Length. HEAD must match either way.
+			{"/api/users?limit=100", "gzip", "gzip"},
+			{"/api/users?limit=100", "deflate", "deflate"},
+			{"/api/v2/users?limit=100&sort=name", "gzip;q=0.5, deflate;q=0.2", "gzip"},
+			{"/api/users?limit=8", "gzip", "gzip"},
+			{"/api/users?limit=8", "deflate", "deflate"},
+			{item, "gzip, identity;q=0", "gzip"},
+			{item, "gzip", ""}, // under 1 KiB: not compressed
+			{"/api/users?limit=100", "identity", ""},
+		} {
+			name := fmt.Sprintf("%s (Accept-Encoding: %s)", tt.path, tt.accept)
+			get := c.get(tt.path, "Accept-Encoding", tt.accept)
+			get.mustStatus(t, http.StatusOK)
+			if got := get.Header.Get("Content-Encoding"); got != tt.coding {
+				t.Fatalf("GET %s: Content-Encoding = %q, want %q", name, got, tt.coding)
 			}
-			if head.Header.Get("X-Request-ID") == "" {
-				t.Errorf("HEAD %s: no X-Request-ID", path)
+			head := c.do("HEAD", tt.path, "", "Accept-Encoding", tt.accept)
+			head.mustStatus(t, http.StatusOK)
+			if len(head.body) != 0 {
+				t.Errorf("HEAD %s has a body", name)
+			}
+			sameHeaders(t, "HEAD "+name, head, get)
+		}
+	})
+}
+
+// TestNotModifiedCompressed checks that a 304 carries the ETag of the 200 it
+// stands for (RFC 9110 section 15.4.5): with the coding suffix when that 200
+// would have been compressed, without it otherwise. Either tag revalidates.
+func TestNotModifiedCompressed(t *testing.T) {
+	forEachStore(t, func(t *testing.T, c *client) {
+		id := mustManyUsers(t, c, 100)
+		item := fmt.Sprintf("/api/users/%d", id)
+		for _, tt := range []struct {
+			path, accept, suffix string
+		}{
+			{"/api/users?limit=100", "gzip", "-gzip"},
+			{"/api/users?limit=100", "deflate", "-deflate"},
+			{"/api/users?limit=100", "deflate;q=0.9, gzip;q=0.1", "-deflate"},
+			{"/api/users?limit=100", "", ""},
+			{"/api/users?limit=100", "gzip;q=0, deflate;q=0", ""},
+			{item, "gzip", ""}, // under 1 KiB: the 200 is not compressed
+			{item, "gzip, identity;q=0", "-gzip"},
+			{item, "deflate, identity;q=0", "-deflate"},
+		} {
+			name := fmt.Sprintf("%s (Accept-Encoding: %s)", tt.path, tt.accept)
+			ok := c.get(tt.path, "Accept-Encoding", tt.accept)
+			ok.mustStatus(t, http.StatusOK)
+			tag := ok.Header.Get("ETag")
+			plain := c.get(tt.path).Header.Get("ETag")
+			if want := strings.TrimSuffix(plain, `"`) + tt.suffix + `"`; tag != want {
+				t.Fatalf("GET %s: ETag = %s, want %s", name, tag, want)
+			}
+			for _, method := range []string{"GET", "HEAD"} {
+				for _, inm := range []string{tag, plain} {
+					r := c.do(method, tt.path, "", "Accept-Encoding", tt.accept, "If-None-Match", inm)
+					r.mustStatus(t, http.StatusNotModified)
+					if got := r.Header.Get("ETag"); got != tag {
+						t.Errorf("%s %s, If-None-Match %s: 304 ETag = %s, want the 200's %s", method, name, inm, got, tag)
+					}
+					for _, h := range []string{"Cache-Control", "Last-Modified", "Vary", "API-Version"} {
+						if got, want := r.Header.Values(h), ok.Header.Values(h); !slices.Equal(got, want) {
+							t.Errorf("%s %s: 304 %s = %q, the 200 has %q", method, name, h, got, want)
+						}
+					}
+					for _, h := range []string{"Content-Encoding", "Content-Length", "Content-Type"} {
+						if got := r.Header.Get(h); got != "" {
+							t.Errorf("%s %s: 304 has %s %q", method, name, h, got)
+						}
+					}
+				}
 			}
 		}
 	})
+}
+
+// mustManyUsers creates n users whose names and emails compress poorly, so
+// that a page of them is well over 1 KiB even compressed, and returns the id
+// of the last.
+func mustManyUsers(t *testing.T, c *client, n int) int64 {
+	t.Helper()
+	var id int64
+	for i := range n {
+		x := strconv.FormatUint(uint64(i+1)*0x9e3779b97f4a7c15, 36)
+		id = c.mustUser("User "+x, "u"+x+"@example.com", fmt.Sprintf(`,"age":%d`, i%150))
+	}
+	return id
+}
+
+// sameHeaders reports every header in which a differs from b, except those
+// that differ between any two responses (Date, X-Request-Id).
+func sameHeaders(t *testing.T, name string, a, b *reply) {
+	t.Helper()
+	for h := range a.Header {
+		if h != "Date" && h != "X-Request-Id" && !slices.Equal(a.Header[h], b.Header[h]) {
+			t.Errorf("%s: %s = %q, GET has %q", name, h, a.Header[h], b.Header[h])
+		}
+	}
+	for h := range b.Header {
+		if _, ok := a.Header[h]; !ok && h != "Date" && h != "X-Request-Id" {
+			t.Errorf("%s: no %s, GET has %q", name, h, b.Header[h])
+		}
+	}
+	if a.Header.Get("X-Request-Id") == "" {
+		t.Errorf("%s: no X-Request-ID", name)
+	}
 }

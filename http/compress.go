@@ -56,6 +56,14 @@ var (
 // the client accepts them (q-values honoured) and the body is at least
 // minCompressSize, buffering up to that much to decide. The entity tag of a
 // compressed response gets a coding suffix (see codingSuffixes).
+//
+// HEAD is answered exactly as GET would be, headers included (docs/api.md:
+// same status and headers, no body): the handler writes the body it would
+// send, which is compressed and then dropped by net/http, so Content-Encoding,
+// Vary, the suffixed ETag and the Content-Length that net/http adds or not
+// come out the same. A 304 carries the tag of the 200 it stands for, suffix
+// included when that 200 would have been compressed; writeCacheable declares
+// that 200's length for this.
 func (s *Server) compress(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Upgrade") != "" {
@@ -196,7 +204,8 @@ type compressWriter struct {
 	w      http.ResponseWriter
 	coding coding
 	force  bool
-	head   bool
+	head   bool // a HEAD request: see finish
+	wrote  bool // the encoder has been given body bytes
 	state  int
 	status int
 	buf    []byte
@@ -224,15 +233,18 @@ func (cw *compressWriter) WriteHeader(code int) {
 	}
 	cw.status = code
 	h := cw.w.Header()
+	if code == http.StatusNotModified {
+		cw.notModified(h)
+		return
+	}
 	cl := h.Get("Content-Length")
 	switch {
 	case !cw.eligible(h):
 		cw.pass()
 	case cl != "":
 		// The size is known up front (writeJSON always sets it): decide now
-		// and skip buffering. An empty body stays empty whatever the client
-		// refuses.
-		if n, err := strconv.ParseInt(cl, 10, 64); err == nil && (n == 0 || n < minCompressSize && !cw.force) {
+		// and skip buffering.
+		if n, err := strconv.ParseInt(cl, 10, 64); err == nil && !cw.worthIt(n) {
 			cw.pass()
 		} else {
 			cw.compress(nil)
@@ -255,8 +267,10 @@ func (cw *compressWriter) Write(p []byte) (int, error) {
 			return len(p), nil
 		}
 		cw.compress(p)
+		cw.wrote = true
 		return cw.enc.Write(p)
 	case compressing:
+		cw.wrote = cw.wrote || len(p) > 0
 		return cw.enc.Write(p)
 	}
 	return cw.w.Write(p)
@@ -277,11 +291,36 @@ func (cw *compressWriter) Flush() {
 	http.NewResponseController(cw.w).Flush()
 }
 
-// eligible reports whether the response may be compressed at all.
+// eligible reports whether the response may be compressed at all. For a
+// 304 it tells whether the 200 it stands for could have been.
 func (cw *compressWriter) eligible(h http.Header) bool {
-	return cw.coding != identity && !cw.head &&
-		cw.status != http.StatusNoContent && cw.status != http.StatusNotModified &&
+	return cw.coding != identity && cw.status != http.StatusNoContent &&
 		h.Get("Content-Encoding") == "" && compressible(h.Get("Content-Type"))
+}
+
+// worthIt reports whether an eligible body of n bytes is compressed: from
+// minCompressSize on, or whatever its size when the client refused identity.
+// An empty body stays empty.
+func (cw *compressWriter) worthIt(n int64) bool {
+	return n > 0 && (n >= minCompressSize || cw.force)
+}
+
+// notModified sends a 304 with the entity tag that the 200 it validates
+// would carry: suffixed when that 200 would have been compressed (RFC 9110
+// section 15.4.5 wants the 304 to hold the 200's ETag). writeCacheable
+// declares the length of that 200's body in Content-Length; a 304 carries no
+// Content-Length of its own (net/http drops it too), since that of a
+// compressed 200 is not known without compressing it. Without a declared
+// length the tag is left as it is.
+func (cw *compressWriter) notModified(h http.Header) {
+	if cl := h.Get("Content-Length"); cl != "" {
+		h.Del("Content-Length")
+		n, err := strconv.ParseInt(cl, 10, 64)
+		if tag := h.Get("Etag"); err == nil && tag != "" && cw.eligible(h) && cw.worthIt(n) {
+			h["Etag"] = []string{withCodingSuffix(tag, "-"+cw.coding.String())}
+		}
+	}
+	cw.pass()
 }
 
 // varies reports whether the response would have been compressed for another
@@ -340,15 +379,27 @@ func (cw *compressWriter) compress(next []byte) {
 	if len(cw.buf) > 0 {
 		cw.enc.Write(cw.buf)
 		cw.buf = cw.buf[:0]
+		cw.wrote = true
 	}
 }
 
 // finish completes the response once the handler has returned.
 func (cw *compressWriter) finish() {
+	if cw.state == pending && cw.head {
+		// A HEAD handler that sent neither status nor body: decide from the
+		// headers it set, as for the GET it stands for.
+		cw.WriteHeader(http.StatusOK)
+	}
 	switch cw.state {
 	case buffering:
 		cw.pass()
 	case compressing:
+		if cw.head && !cw.wrote {
+			// A HEAD handler that skipped its body: the encoder's framing
+			// alone would make net/http announce its few bytes as the
+			// Content-Length, so send nothing and let it announce none.
+			return
+		}
 		cw.enc.Close()
 	}
 }

@@ -132,13 +132,16 @@ func TestCompression(t *testing.T) {
 		if e.Header.Get("Content-Encoding") != "" || !hasVary(e, "Accept-Encoding") {
 			t.Errorf("error: Content-Encoding %q, Vary %q", e.Header.Get("Content-Encoding"), e.Header.Values("Vary"))
 		}
-		// HEAD is never compressed.
+		// HEAD is compressed as GET is, with no body (TestHeadCompressed
+		// compares every header).
 		head := c.do("HEAD", path, "", "Accept-Encoding", "gzip")
-		if head.Header.Get("Content-Encoding") != "" || head.Header.Get("Content-Length") != fmt.Sprint(len(plain.body)) {
-			t.Errorf("HEAD: Content-Encoding %q, Content-Length %q", head.Header.Get("Content-Encoding"), head.Header.Get("Content-Length"))
+		if get := c.get(path, "Accept-Encoding", "gzip"); head.Header.Get("Content-Encoding") != "gzip" ||
+			head.Header.Get("Content-Length") != get.Header.Get("Content-Length") || len(head.body) != 0 {
+			t.Errorf("HEAD: Content-Encoding %q, Content-Length %q (GET: %q), %d bytes of body",
+				head.Header.Get("Content-Encoding"), head.Header.Get("Content-Length"), get.Header.Get("Content-Length"), len(head.body))
 		}
 		// 204 neither.
-		del := c.do("DELETE", "/api/users/1", "", "Accept-Encoding", "gzip, identity;q=0")
+		del := c.do("DELETE", "/api/users/2", "", "Accept-Encoding", "gzip, identity;q=0")
 		del.mustStatus(t, http.StatusNoContent)
 		if del.Header.Get("Content-Encoding") != "" {
 			t.Errorf("204 has Content-Encoding %q", del.Header.Get("Content-Encoding"))
@@ -277,6 +280,25 @@ func TestCompressWriter(t *testing.T) {
 		}, "gzip")
 		if rec.Header().Get("Content-Encoding") != "br" || rec.Body.Len() != 4000 {
 			t.Errorf("headers %v, %d bytes", rec.Header(), rec.Body.Len())
+		}
+	})
+	t.Run("HEAD without a body announces no length", func(t *testing.T) {
+		// A handler may skip the body of a HEAD. The encoder must then not
+		// send its empty stream's framing, which net/http would announce as
+		// the Content-Length.
+		srv := httptest.NewServer(rhttp.Compress(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", "4000")
+			if r.Method != http.MethodHead {
+				w.Write(bytes.Repeat([]byte{'a'}, 4000))
+			}
+		})))
+		defer srv.Close()
+		c := &client{tb: t, base: srv.URL, hc: &http.Client{Transport: &http.Transport{DisableCompression: true}}}
+		r := c.do("HEAD", "/", "", "Accept-Encoding", "gzip")
+		if r.Header.Get("Content-Encoding") != "gzip" || r.Header.Get("Content-Length") != "" {
+			t.Errorf("HEAD: Content-Encoding %q, Content-Length %q; want gzip and none",
+				r.Header.Get("Content-Encoding"), r.Header.Get("Content-Length"))
 		}
 	})
 	t.Run("Unwrap reaches the connection", func(t *testing.T) {

@@ -1,5 +1,5 @@
-// Package http serves the REST API of resourceapi (decisions.md sections 2
-// and 3) over net/http. A Server turns any resourceapi.Store into the API:
+// Package http serves the REST API of resourceapi (docs/api.md) over
+// net/http. A Server turns any resourceapi.Store into the API:
 // the handlers are generic over resource declarations (routes.go lists the
 // whole surface), and the middleware (request ids, access log, panic
 // recovery, CORS, version negotiation, compression, authentication) are
@@ -32,10 +32,16 @@
 //   - Compression honours q-values. "gzip;q=0.5" alone still means gzip:
 //     identity competes only when the client ranks it. When identity is
 //     refused, bodies are compressed whatever their size; when nothing is
-//     acceptable, identity is sent anyway. Request bodies must not be
-//     encoded (415).
+//     acceptable, identity is sent anyway. HEAD gets the headers of the
+//     compressed GET, and a 304 the tag of the 200 it stands for, suffix
+//     included. Request bodies must not be encoded (415).
 //   - Request bodies may be application/json or any application/*+json type;
 //     a charset, if given, must be UTF-8.
-//   - OPTIONS is answered on every path, 200 with an empty body and Allow;
-//     a CORS preflight gets the same Allow as Access-Control-Allow-Methods.
+//   - OPTIONS needs no route: on every path that has routes it is answered
+//     200 with an empty body and Allow, and a CORS preflight gets the same
+//     Allow as Access-Control-Allow-Methods. A path without routes is 404
+//     for OPTIONS as for every method.
+//   - A request whose client went away before it was answered (its context
+//     cancelled) is logged with status 499, nginx's "client closed request",
+//     not as a 500.
 package http

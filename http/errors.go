@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
 	"strconv"
 
@@ -31,38 +32,55 @@ var statusOf = map[resourceapi.Code]int{
 	resourceapi.CodeUnavailable:          http.StatusServiceUnavailable,
 }
 
-// internalError is what a client sees of any failure that is not a
-// *resourceapi.Error: nothing about its cause.
-var internalError = &resourceapi.Error{Code: resourceapi.CodeInternal, Message: "Internal server error"}
+// statusClientClosedRequest is the status of a request whose client went
+// away before it was answered: nginx's 499 "client closed request". It only
+// reaches the access log; the connection it is written to is gone.
+const statusClientClosedRequest = 499
 
 // writeError is the one way an error reaches a client. A *resourceapi.Error
 // (anywhere in err's chain) is shown as it is; anything else, and any error
 // of status 500 or more, is logged with the request id, and the client gets
-// only the code and a generic message.
+// only the code and a generic message. A request that failed because its
+// client went away is not a server error: it is answered 499 and logged at
+// debug level only.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
+		s.logFailure(r, slog.LevelDebug, statusClientClosedRequest, err)
+		h := w.Header()
+		h.Del("ETag")
+		h.Del("Last-Modified")
+		h.Del("Location")
+		h["Cache-Control"] = noStore
+		h.Set("Content-Length", "0")
+		w.WriteHeader(statusClientClosedRequest)
+		return
+	}
 	e := resourceapi.ErrorOf(err)
 	status, known := statusOf[e.Code]
 	if !known {
-		e, status = internalError, http.StatusInternalServerError
+		// A code without a status is a programming error; the client
+		// learns no more of it than of any internal failure.
+		e, status = resourceapi.ErrorOf(nil), http.StatusInternalServerError
 	}
 	if status >= 500 {
-		level := slog.LevelError
-		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
-			level = slog.LevelInfo // the client went away; nothing is wrong here
-		}
-		s.logger.LogAttrs(r.Context(), level, "request failed",
-			slog.String("request_id", infoFrom(r).id),
-			slog.String("method", r.Method),
-			slog.String("path", r.URL.Path),
-			slog.Int("status", status),
-			slog.String("err", err.Error()))
+		s.logFailure(r, slog.LevelError, status, err)
 	}
 	s.respondError(w, r, status, e)
 }
 
+// logFailure logs why a request failed, with what ties it to its access line.
+func (s *Server) logFailure(r *http.Request, level slog.Level, status int, err error) {
+	s.logger.LogAttrs(r.Context(), level, "request failed",
+		slog.String("request_id", infoFrom(r).id),
+		slog.String("method", r.Method),
+		slog.String("path", r.URL.Path),
+		slog.Int("status", status),
+		slog.String("err", err.Error()))
+}
+
 // respondError writes e as the body of an error response in the format of
 // the request's API version: version 2 speaks RFC 9457 problem details,
-// version 1 (and everything outside /api) the envelope of interface.md.
+// version 1 (and everything outside /api) the {"error": {...}} envelope.
 func (s *Server) respondError(w http.ResponseWriter, r *http.Request, status int, e *resourceapi.Error) {
 	info := infoFrom(r)
 	h := w.Header()
@@ -72,10 +90,15 @@ func (s *Server) respondError(w http.ResponseWriter, r *http.Request, status int
 	h.Del("Last-Modified")
 	h.Del("Location")
 	h["Cache-Control"] = noStore
-	if status == http.StatusUnauthorized && h.Get("WWW-Authenticate") == "" {
-		// RFC 9110 requires a challenge on 401; authentication may set a
-		// more specific one before it writes the error.
-		h.Set("WWW-Authenticate", `Bearer realm="`+s.vendor+`"`)
+	switch {
+	case status == http.StatusUnauthorized && h.Get("WWW-Authenticate") == "":
+		// RFC 9110 requires a challenge on 401: every scheme the API takes.
+		h.Set("WWW-Authenticate", `Bearer realm="`+s.vendor+`", Basic realm="`+s.vendor+`", charset="UTF-8"`)
+	case e.Code == resourceapi.CodeInvalidToken:
+		h.Set("WWW-Authenticate", `Bearer realm="`+s.vendor+`", error="invalid_token"`)
+	}
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.FormatInt(int64(math.Ceil(e.RetryAfter.Seconds())), 10))
 	}
 
 	buf := getBuffer()

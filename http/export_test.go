@@ -32,14 +32,6 @@ func Compress(h http.Handler) http.Handler { return (&Server{}).compress(h) }
 // panics).
 func Middleware(cfg Config, h http.Handler) http.Handler { return NewServer(cfg).middleware(h) }
 
-// NewServerAs returns a Server on which every request acts as caller (nil:
-// no caller), standing in for authentication until it exists.
-func NewServerAs(cfg Config, caller *resourceapi.Caller) *Server {
-	s := NewServer(cfg)
-	s.anonymous = caller
-	return s
-}
-
 // RenderRecord renders rec as the API shows it (only fields, when not nil).
 func RenderRecord(res *resourceapi.Resource, rec resourceapi.Record, fields []string) ([]byte, error) {
 	return newView(res).appendRecord(nil, rec, fields)

@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +23,8 @@ import (
 	"github.com/resourceapi/resourceapi/postgres"
 	"github.com/resourceapi/resourceapi/postgres/pgtest"
 	"github.com/resourceapi/resourceapi/sqlite"
+	"github.com/resourceapi/resourceapi/storetest"
+	"github.com/resourceapi/resourceapi/token"
 )
 
 // testHasher is argon2id at its cheapest legal cost: the real encoding and
@@ -32,23 +33,12 @@ func testHasher() resourceapi.PasswordHasher {
 	return &argon2id.Hasher{Memory: 8, Time: 1, Threads: 1, KeyLen: 16, SaltLen: 16}
 }
 
-// clock is a store clock that moves step forward on every reading, so that
-// records written one after another have distinct timestamps.
-type clock struct {
-	mu   sync.Mutex
-	now  time.Time
-	step time.Duration
-}
-
-func newClock() *clock {
-	return &clock{now: time.Date(2026, 11, 21, 5, 7, 37, 123_456_789, time.UTC), step: 1500 * time.Millisecond}
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(c.step)
-	return c.now
+// newClock returns a store clock that moves 1.5 s forward on every reading,
+// so that records written one after another have distinct timestamps, a
+// second or more apart (If-Modified-Since and Last-Modified have whole
+// seconds).
+func newClock() *storetest.Clock {
+	return storetest.NewClock(time.Date(2026, 11, 21, 5, 7, 37, 123_456_789, time.UTC), 1500*time.Millisecond)
 }
 
 // backend opens a fresh, empty store of one kind.
@@ -88,17 +78,48 @@ func mustPostgres(tb testing.TB, now resourceapi.Clock) resourceapi.Store {
 	return db
 }
 
-// mustServer serves store over a real listener until tb ends. opts adjust
-// the Config.
+// testSecret signs the test servers' access tokens.
+var testSecret = []byte("0123456789abcdef0123456789abcdef")
+
+// testConfig returns the Config of a test server on store: the real rule
+// layer and authentication, with a cheap password hasher.
+func testConfig(tb testing.TB, store resourceapi.Store) rhttp.Config {
+	tb.Helper()
+	tokens, err := token.New(testSecret, token.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	auth, err := resourceapi.NewAuthenticator(resourceapi.AuthConfig{
+		Store: store.(resourceapi.IdentityStore), Hasher: testHasher(), Tokens: tokens})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return rhttp.Config{Service: resourceapi.NewService(store, testHasher()), Auth: auth, Logger: testLogger(tb)}
+}
+
+// adminEmail is the test servers' admin, whose API key clients send unless
+// a test says otherwise. It is user 1 of every test database.
+const adminEmail = "admin@test.example"
+
+// mustServer serves store over a real listener until tb ends, with an admin
+// (user 1) whose API key the returned client sends. opts adjust the Config.
 func mustServer(tb testing.TB, store resourceapi.Store, opts ...func(*rhttp.Config)) *client {
 	tb.Helper()
-	cfg := rhttp.Config{Service: resourceapi.NewService(store, testHasher()), Logger: testLogger(tb)}
+	c := mustServerOn(tb, store, "", opts...)
+	return c.as(c.mustAccount("Test Admin", adminEmail, resourceapi.RoleAdmin))
+}
+
+// mustServerOn serves store over a real listener until tb ends; the returned
+// client sends the API key key (none when key is "").
+func mustServerOn(tb testing.TB, store resourceapi.Store, key string, opts ...func(*rhttp.Config)) *client {
+	tb.Helper()
+	cfg := testConfig(tb, store)
 	for _, o := range opts {
 		o(&cfg)
 	}
 	srv := httptest.NewServer(rhttp.NewServer(cfg).Handler())
 	tb.Cleanup(srv.Close)
-	return &client{tb: tb, base: srv.URL, hc: &http.Client{
+	c := &client{tb: tb, base: srv.URL, service: cfg.Service, authn: cfg.Auth, hc: &http.Client{
 		// Compression is asserted by the tests, so the client must not
 		// negotiate or undo it behind their backs.
 		Transport: &http.Transport{DisableCompression: true},
@@ -106,6 +127,41 @@ func mustServer(tb testing.TB, store resourceapi.Store, opts ...func(*rhttp.Conf
 			return http.ErrUseLastResponse
 		},
 	}}
+	if key == "" {
+		return c
+	}
+	return c.as(key)
+}
+
+// mustAccount creates a user with the given roles (through the rule layer,
+// as the command line would) and returns an API key of theirs.
+func (c *client) mustAccount(name, email string, roles ...string) string {
+	c.tb.Helper()
+	ctx := context.Background()
+	u, err := c.service.Create(ctx, resourceapi.SystemCaller(), resourceapi.Users, 0, resourceapi.Record{
+		"name": name, "email": email, "roles": roles, "password": "correct horse battery"})
+	if err != nil {
+		c.tb.Fatalf("create %s: %v", email, err)
+	}
+	k, err := c.service.Create(ctx, resourceapi.SystemCaller(), resourceapi.APIKeys, 0, resourceapi.Record{"user_id": u.ID()})
+	if err != nil {
+		c.tb.Fatalf("create API key of %s: %v", email, err)
+	}
+	return k["key"].(string)
+}
+
+// as returns a client of the same server that sends the API key key.
+func (c *client) as(key string) *client {
+	cc := *c
+	cc.auth = []string{"X-API-Key", key}
+	return &cc
+}
+
+// anonymous returns a client of the same server that sends no credential.
+func (c *client) anonymous() *client {
+	cc := *c
+	cc.auth = nil
+	return &cc
 }
 
 // forEachStore runs f against a fresh server and database of every backend.
@@ -121,9 +177,14 @@ func forEachStore(t *testing.T, f func(t *testing.T, c *client), opts ...func(*r
 
 // client sends requests to a test server.
 type client struct {
-	tb   testing.TB
-	base string
-	hc   *http.Client
+	tb      testing.TB
+	base    string
+	hc      *http.Client
+	service *resourceapi.Service
+	authn   *resourceapi.Authenticator
+	// auth is the credential header (name, value) every request carries
+	// unless its own headers name it.
+	auth []string
 }
 
 // reply is a response with its body read.
@@ -147,6 +208,9 @@ func (c *client) do(method, path, body string, headers ...string) *reply {
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if len(c.auth) == 2 {
+		req.Header.Set(c.auth[0], c.auth[1])
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		switch name, value := headers[i], headers[i+1]; {

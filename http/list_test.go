@@ -15,12 +15,13 @@ import (
 
 func TestListPagination(t *testing.T) {
 	forEachStore(t, func(t *testing.T, c *client) {
-		recs, pag := c.get("/api/users").list(t)
+		recs, pag := c.get("/api/users?status=deleted").list(t)
 		if len(recs) != 0 || fmt.Sprint(pag) != "map[limit:20 page:1 pages:0 total:0]" {
 			t.Errorf("empty list: %d records, pagination %v; want none and pages 0", len(recs), pag)
 		}
-		var ids []int64
-		for i := range 45 {
+		// The test server's admin is user 1: 44 more make 45.
+		ids := []int64{1}
+		for i := range 44 {
 			ids = append(ids, c.mustUser(fmt.Sprintf("user%02d", i), fmt.Sprintf("user%02d@example.com", i)))
 		}
 		tests := []struct {
@@ -125,16 +126,17 @@ func TestListFilters(t *testing.T) {
 		eve := c.mustUser("Eve", "eve@alpha.example", `,"roles":["admin","user"]`)
 		c.do("PATCH", fmt.Sprintf("/api/users/%d", eve), `{"deleted":true}`).mustStatus(t, http.StatusOK)
 
+		const admin = 1 // the test server's own admin
 		tests := []struct {
 			query string
 			want  []int64
 		}{
-			{"", []int64{ann, bob, cat, dan}},
-			{"status=active", []int64{ann, bob, cat, dan}},
+			{"", []int64{admin, ann, bob, cat, dan}},
+			{"status=active", []int64{admin, ann, bob, cat, dan}},
 			{"status=deleted", []int64{eve}},
-			{"status=all", []int64{ann, bob, cat, dan, eve}},
-			{"role=admin", []int64{ann}},
-			{"role=admin&status=all", []int64{ann, eve}},
+			{"status=all", []int64{admin, ann, bob, cat, dan, eve}},
+			{"role=admin", []int64{admin, ann}},
+			{"role=admin&status=all", []int64{admin, ann, eve}},
 			{"role=editor", []int64{bob, dan}},
 			{"role=user", []int64{bob, cat}},
 			{"q=smith", []int64{ann, cat, dan}}, // name or email, any case
@@ -148,7 +150,7 @@ func TestListFilters(t *testing.T) {
 			{"q=nobody", nil},
 			{"q=%25", nil}, // literal, not a wildcard
 			{"q=_", nil},
-			{"q=", []int64{ann, bob, cat, dan}},
+			{"q=", []int64{admin, ann, bob, cat, dan}},
 			{"q=smith&sort=name&order=desc", []int64{dan, cat, ann}},
 		}
 		for _, tt := range tests {
@@ -165,15 +167,16 @@ func TestListSort(t *testing.T) {
 		names := []string{"carol", "alice", "bob", "alice", "dave", "bob", "alice", "erin", "bob"}
 		emails := []string{"mike", "fred", "zed", "amy", "quinn", "hank", "olga", "bea", "kim"}
 		ages := []string{"30", "null", "25", "30", "null", "41", "0", "25", "null"}
-		var all []map[string]any
+		// The test server's admin (user 1) is listed too.
+		all := []map[string]any{c.get("/api/users/1").object(t)}
 		for i := range names {
 			all = append(all, c.mustCreate(fmt.Sprintf(`{"name":%q,"email":"%s@example.com","age":%s}`, names[i], emails[i], ages[i])))
 		}
 		// Touch some out of id order so updated_at differs from created_at.
 		for _, i := range []int{5, 0, 3} {
-			r := c.do("PATCH", fmt.Sprintf("/api/users/%d", idOf(t, all[i])), `{"name":"`+names[i]+`"}`)
+			r := c.do("PATCH", fmt.Sprintf("/api/users/%d", idOf(t, all[i+1])), `{"name":"`+names[i]+`"}`)
 			r.mustStatus(t, http.StatusOK)
-			all[i] = r.object(t)
+			all[i+1] = r.object(t)
 		}
 		for _, field := range resourceapi.Users.SortableFields() {
 			for _, order := range []string{"asc", "desc"} {
@@ -244,8 +247,8 @@ func TestListFields(t *testing.T) {
 		if err := json.Unmarshal(r.body, &env); err != nil {
 			t.Fatal(err)
 		}
-		if len(env.Data) != 2 {
-			t.Fatalf("%d records, want 2", len(env.Data))
+		if len(env.Data) != 3 { // and the test server's admin
+			t.Fatalf("%d records, want 3", len(env.Data))
 		}
 		for _, rec := range env.Data {
 			if got := objectKeys(t, rec); !slices.Equal(got, []string{"id", "name", "email"}) {
@@ -258,7 +261,7 @@ func TestListFields(t *testing.T) {
 		}
 		// Sorting by a field that is not shown still sorts.
 		r = c.get("/api/users?fields=id&sort=email&order=desc")
-		if !strings.HasPrefix(string(r.body), `{"data":[{"id":2},{"id":1}]`) {
+		if !strings.HasPrefix(string(r.body), `{"data":[{"id":3},{"id":2},{"id":1}]`) {
 			t.Errorf("fields=id&sort=email&order=desc: %s", r.body)
 		}
 	})

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/resourceapi/resourceapi"
@@ -90,50 +91,6 @@ func TestMethods(t *testing.T) {
 		// OPTIONS on a path that does not exist is 404.
 		c.do("OPTIONS", "/api/nothing", "").mustError(t, http.StatusNotFound, resourceapi.CodeNotFound)
 	})
-}
-
-func TestPermissions(t *testing.T) {
-	for _, b := range backends() {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			store := b.open(t, newClock().Now)
-			admin := serverAs(t, store, resourceapi.NewCaller(1, "", []string{resourceapi.RoleAdmin}, resourceapi.DefaultRoles()))
-			id := admin.mustUser("Ann", "ann@example.com")
-			item := fmt.Sprintf("/api/users/%d", id)
-
-			reader := serverAs(t, store, resourceapi.NewCaller(2, "", []string{resourceapi.RoleUser}, resourceapi.DefaultRoles()))
-			reader.get(item).mustStatus(t, http.StatusOK)
-			reader.get("/api/users").mustStatus(t, http.StatusOK)
-			reader.post("/api/users", `{"name":"B","email":"b@example.com"}`).mustError(t, http.StatusForbidden, resourceapi.CodeForbidden)
-			reader.do("PUT", item, `{"name":"B","email":"b@example.com"}`).mustError(t, http.StatusForbidden, resourceapi.CodeForbidden)
-			reader.do("PATCH", item, `{"name":"B"}`).mustError(t, http.StatusForbidden, resourceapi.CodeForbidden)
-			reader.do("DELETE", item, "").mustError(t, http.StatusForbidden, resourceapi.CodeForbidden)
-
-			// A writer who is not an admin may not set roles (Authorize).
-			writer := serverAs(t, store, resourceapi.NewCaller(3, "", []string{resourceapi.RoleUser}, resourceapi.DefaultRoles(), "users:write"))
-			writer.post("/api/users", `{"name":"B","email":"b@example.com","roles":["admin"]}`).mustError(t, http.StatusForbidden, resourceapi.CodeForbidden)
-			writer.do("PATCH", item, `{"roles":["user"]}`).mustError(t, http.StatusForbidden, resourceapi.CodeForbidden)
-			writer.do("PATCH", item, `{"name":"Ann B"}`).mustStatus(t, http.StatusOK)
-			writer.do("DELETE", item, "").mustError(t, http.StatusForbidden, resourceapi.CodeForbidden)
-			writer.post("/api/users", `{"name":"B","email":"b@example.com"}`).mustStatus(t, http.StatusCreated)
-
-			nobody := serverAs(t, store, nil)
-			r := nobody.get(item)
-			r.mustError(t, http.StatusUnauthorized, resourceapi.CodeUnauthenticated)
-			if !strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "Bearer") {
-				t.Errorf("401 WWW-Authenticate = %q, want a Bearer challenge", r.Header.Get("WWW-Authenticate"))
-			}
-			// /healthz needs no caller.
-			nobody.get("/healthz").mustStatus(t, http.StatusOK)
-		})
-	}
-}
-
-func serverAs(t *testing.T, store resourceapi.Store, caller *resourceapi.Caller) *client {
-	t.Helper()
-	srv := httptest.NewServer(rhttp.NewServerAs(rhttp.Config{Service: resourceapi.NewService(store, testHasher()), Logger: testLogger(t)}, caller).Handler())
-	t.Cleanup(srv.Close)
-	return &client{tb: t, base: srv.URL, hc: &http.Client{Transport: &http.Transport{DisableCompression: true}}}
 }
 
 // logBuffer collects a server's log lines, safely across its goroutines.
@@ -217,7 +174,7 @@ func TestRecover(t *testing.T) {
 
 func TestInternalErrorsAreHidden(t *testing.T) {
 	var logs logBuffer
-	failing := &failingStore{Store: mustSQLite(t, nil), err: errors.New("pq: relation users does not exist at 10.0.0.5")}
+	failing := &failingStore{fullStore: mustSQLite(t, nil).(fullStore), err: errors.New("pq: relation users does not exist at 10.0.0.5")}
 	c := mustServer(t, failing, func(cfg *rhttp.Config) { cfg.Logger = logs.logger() })
 	r := c.get("/api/users", "X-Request-ID", "req-7")
 	details := r.mustError(t, http.StatusInternalServerError, resourceapi.CodeInternal)
@@ -231,8 +188,14 @@ func TestInternalErrorsAreHidden(t *testing.T) {
 
 // failingStore fails List and Ping with err.
 type failingStore struct {
-	resourceapi.Store
+	fullStore
 	err error
+}
+
+// fullStore is what the server needs of a store: resources and identities.
+type fullStore interface {
+	resourceapi.Store
+	resourceapi.IdentityStore
 }
 
 func (s *failingStore) List(context.Context, *resourceapi.Resource, resourceapi.ListQuery) (resourceapi.Page, error) {
@@ -252,7 +215,7 @@ func TestHealth(t *testing.T) {
 		}
 	})
 	var logs logBuffer
-	c := mustServer(t, &failingStore{Store: mustSQLite(t, nil), err: errors.New("disk on fire")},
+	c := mustServer(t, &failingStore{fullStore: mustSQLite(t, nil).(fullStore), err: errors.New("disk on fire")},
 		func(cfg *rhttp.Config) { cfg.Logger = logs.logger() })
 	c.get("/healthz").mustStatus(t, http.StatusOK)
 	c.get("/readyz").mustError(t, http.StatusServiceUnavailable, resourceapi.CodeUnavailable)
@@ -346,4 +309,84 @@ func TestAccessLog(t *testing.T) {
 	if quiet.String() != "" {
 		t.Errorf("access log off, yet logged:\n%s", quiet.String())
 	}
+}
+
+// TestClientGone cancels a request while the store is serving it, as a load
+// generator closing its connections does: the client went away, which is not
+// a server error, so the access log says 499 (nginx's "client closed
+// request") and nothing is logged as an error. A store that really fails is
+// still a logged 500.
+func TestClientGone(t *testing.T) {
+	var logs, access logBuffer
+	store := &blockingStore{fullStore: mustSQLite(t, nil).(fullStore), entered: make(chan struct{}, 1)}
+	cfg := testConfig(t, store)
+	cfg.Logger, cfg.AccessLog = logs.logger(), access.logger()
+	key := (&client{tb: t, service: cfg.Service}).mustAccount("Admin", adminEmail, resourceapi.RoleAdmin)
+	api := rhttp.NewServer(cfg).Handler()
+	served := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		api.ServeHTTP(w, r) // the access line is written when this returns
+		served <- struct{}{}
+	}))
+	defer srv.Close()
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/users", nil)
+	req.Header.Set("X-Request-ID", "gone-1")
+	req.Header.Set("X-API-Key", key)
+	failed := make(chan error, 1)
+	go func() {
+		resp, err := hc.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		failed <- err
+	}()
+	<-store.entered
+	cancel() // closes the connection while the store waits
+	if err := <-failed; err == nil {
+		t.Fatal("the cancelled request succeeded")
+	}
+	<-served
+	if log := access.String(); !strings.Contains(log, `"request_id":"gone-1"`) || !strings.Contains(log, `"status":499`) || strings.Contains(log, `"status":500`) {
+		t.Errorf("access log of a request the client abandoned, want status 499:\n%s", log)
+	}
+	if log := logs.String(); strings.Contains(log, `"level":"ERROR"`) {
+		t.Errorf("a request the client abandoned was logged as an error:\n%s", log)
+	}
+
+	// A real failure is still a 500, in the access log and as an error.
+	store.fail.Store(true)
+	req, _ = http.NewRequest("GET", srv.URL+"/api/users", nil)
+	req.Header.Set("X-API-Key", key)
+	r, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	<-served
+	if r.StatusCode != http.StatusInternalServerError || !strings.Contains(access.String(), `"status":500`) ||
+		!strings.Contains(logs.String(), `"level":"ERROR"`) || !strings.Contains(logs.String(), "disk on fire") {
+		t.Errorf("store failure: status %d; access log:\n%s\nlog:\n%s", r.StatusCode, access.String(), logs.String())
+	}
+}
+
+// blockingStore's List waits for its request to be cancelled and fails with
+// the context's error, as the real stores do; once fail is set, it fails at
+// once with an error of its own instead.
+type blockingStore struct {
+	fullStore
+	entered chan struct{}
+	fail    atomic.Bool
+}
+
+func (s *blockingStore) List(ctx context.Context, _ *resourceapi.Resource, _ resourceapi.ListQuery) (resourceapi.Page, error) {
+	if s.fail.Load() {
+		return resourceapi.Page{}, errors.New("disk on fire")
+	}
+	s.entered <- struct{}{}
+	<-ctx.Done()
+	return resourceapi.Page{}, fmt.Errorf("list users: %w", ctx.Err())
 }

@@ -16,10 +16,12 @@ var methodOrder = []string{
 }
 
 // routeErrors wraps the router so that its own answers, plain-text 404 and
-// 405, become the JSON error envelope, and so that OPTIONS is answered on
-// every path without a route of its own: 200, empty body, and the Allow list
-// the router computes from the routes of the path. The router marks its own
-// answers by leaving r.Pattern empty; a handler it chose always has one.
+// 405, become the JSON error envelope, and so that OPTIONS is answered
+// without a route of its own on every path that has routes: 200, empty body,
+// and the Allow list the router computes from them (the router answers such
+// an OPTIONS with 405; on a path without routes it stays 404). The router
+// marks its own answers by leaving r.Pattern empty; a handler it chose
+// always has one.
 func (s *Server) routeErrors(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rw := &infoFrom(r).route
@@ -78,7 +80,7 @@ func (rw *routeWriter) Write(p []byte) (int, error) {
 }
 
 // allowList returns the router's comma-separated methods, with OPTIONS (which
-// routeErrors answers everywhere) and in methodOrder.
+// routeErrors answers on every path that has routes) and in methodOrder.
 func allowList(routerAllow string) string {
 	methods := []string{http.MethodOptions}
 	for rest := routerAllow; rest != ""; {

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+
+	"github.com/resourceapi/resourceapi"
 )
 
 // recoverPanics turns a panic in a handler into a 500 INTERNAL response, so
@@ -33,7 +35,9 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 			if sw.status != 0 {
 				panic(http.ErrAbortHandler)
 			}
-			s.respondError(sw, r, http.StatusInternalServerError, internalError)
+			// The client gets what it gets of any internal failure:
+			// nothing about the cause.
+			s.respondError(sw, r, http.StatusInternalServerError, resourceapi.ErrorOf(nil))
 		}()
 		next.ServeHTTP(sw, r)
 	})

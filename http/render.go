@@ -60,6 +60,9 @@ type view struct {
 	res    *resourceapi.Resource
 	fields []column
 	byName map[string]*column
+	// once are the generated secrets (an API key) that a create response
+	// shows, once, after the visible fields.
+	once []column
 }
 
 type column struct {
@@ -75,7 +78,28 @@ func newView(res *resourceapi.Resource) *view {
 	for i := range v.fields {
 		v.byName[v.fields[i].name] = &v.fields[i]
 	}
+	for _, f := range res.Fields {
+		if f.Generate != nil && f.Secret != resourceapi.NotSecret {
+			v.once = append(v.once, column{name: f.Name, key: string(appendString(nil, f.Name)) + ":"})
+		}
+	}
 	return v
+}
+
+// appendOnce adds to a rendered record (b ends with its closing brace) the
+// generated secrets rec carries: only the record Create returns has them.
+func (v *view) appendOnce(b []byte, rec resourceapi.Record) []byte {
+	for _, c := range v.once {
+		s, ok := rec[c.name].(string)
+		if !ok || len(b) == 0 || b[len(b)-1] != '}' {
+			continue
+		}
+		b = append(b[:len(b)-1], ',')
+		b = append(b, c.key...)
+		b = appendString(b, s)
+		b = append(b, '}')
+	}
+	return b
 }
 
 // appendRecord renders rec as a JSON object holding exactly the given fields

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"sync/atomic"
+
+	"github.com/resourceapi/resourceapi"
 )
 
 // requestInfo is the state that middleware share with the error writer for
@@ -17,6 +19,12 @@ import (
 type requestInfo struct {
 	id      string
 	version int // the API version of an /api request; 0 elsewhere
+
+	// What identify found: the caller of a valid credential, or why the
+	// credential was refused (neither: no credential).
+	identified bool
+	caller     *resourceapi.Caller
+	authErr    error
 
 	// The writers that wrap every response live here, so that they come
 	// with this one allocation instead of one each.

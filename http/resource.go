@@ -45,31 +45,69 @@ func (s *Server) handle(f func(w http.ResponseWriter, r *http.Request) error) ht
 // 404 like an id that names none, not 400: /users/abc is a URL of nothing,
 // just as /users/0 is.
 func (h *resourceHandlers) pathID(r *http.Request) (int64, error) {
-	s := r.PathValue("id")
-	if len(s) == 0 || len(s) > 16 || s[0] == '0' {
+	id, ok := parseID(r.PathValue("id"))
+	if !ok {
 		return 0, h.notFound
+	}
+	return id, nil
+}
+
+// pathParent reads {parent} on a nested path, 0 elsewhere. A parent id that
+// is not an id is a parent that does not exist: 404.
+func (h *resourceHandlers) pathParent(r *http.Request) (int64, error) {
+	s := r.PathValue("parent")
+	if s == "" {
+		return 0, nil
+	}
+	id, ok := parseID(s)
+	if !ok {
+		return 0, resourceapi.NotFound(h.res.ParentResource())
+	}
+	return id, nil
+}
+
+// item reads the record a request addresses: {id}, and {parent} on a nested
+// path.
+func (h *resourceHandlers) item(r *http.Request) (resourceapi.Item, error) {
+	parent, err := h.pathParent(r)
+	if err != nil {
+		return resourceapi.Item{}, err
+	}
+	id, err := h.pathID(r)
+	return resourceapi.Item{ID: id, Parent: parent}, err
+}
+
+// parseID accepts the canonical decimal form of an id, 1 to
+// resourceapi.MaxID.
+func parseID(s string) (int64, bool) {
+	if len(s) == 0 || len(s) > 16 || s[0] == '0' {
+		return 0, false
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
-			return 0, h.notFound
+			return 0, false
 		}
 	}
 	id, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || id > resourceapi.MaxID {
-		return 0, h.notFound
+		return 0, false
 	}
-	return id, nil
+	return id, true
 }
 
 // list serves GET on the collection: one page, filtered, searched and sorted
 // as the query asks, in the envelope {data, pagination}.
 func (h *resourceHandlers) list() http.Handler {
 	return h.s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		parent, err := h.pathParent(r)
+		if err != nil {
+			return err
+		}
 		q, err := resourceapi.ParseListQuery(h.res, r.URL.Query())
 		if err != nil {
 			return err
 		}
-		page, err := h.s.service.List(r.Context(), caller(r), h.res, 0, q)
+		page, err := h.s.service.List(r.Context(), caller(r), h.res, parent, q)
 		if err != nil {
 			return err
 		}
@@ -105,7 +143,7 @@ func (h *resourceHandlers) list() http.Handler {
 // get serves GET on one record, with only the requested fields if asked.
 func (h *resourceHandlers) get() http.Handler {
 	return h.s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		id, err := h.pathID(r)
+		item, err := h.item(r)
 		if err != nil {
 			return err
 		}
@@ -115,7 +153,7 @@ func (h *resourceHandlers) get() http.Handler {
 				return err
 			}
 		}
-		rec, err := h.s.service.Get(r.Context(), caller(r), h.res, resourceapi.Item{ID: id})
+		rec, err := h.s.service.Get(r.Context(), caller(r), h.res, item)
 		if err != nil {
 			return err
 		}
@@ -127,11 +165,15 @@ func (h *resourceHandlers) get() http.Handler {
 // Location.
 func (h *resourceHandlers) create() http.Handler {
 	return h.s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		parent, err := h.pathParent(r)
+		if err != nil {
+			return err
+		}
 		rec, err := h.decode(w, r, 0)
 		if err != nil {
 			return err
 		}
-		out, err := h.s.service.Create(r.Context(), caller(r), h.res, 0, rec)
+		out, err := h.s.service.Create(r.Context(), caller(r), h.res, parent, rec)
 		if err != nil {
 			return err
 		}
@@ -146,11 +188,11 @@ func (h *resourceHandlers) create() http.Handler {
 // that id (201 with Location) when there is none.
 func (h *resourceHandlers) replace() http.Handler {
 	return h.s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		id, rec, err := h.decodeItem(w, r, true)
+		item, rec, err := h.decodeItem(w, r, true)
 		if err != nil {
 			return err
 		}
-		out, created, err := h.s.service.Replace(r.Context(), caller(r), h.res, resourceapi.Item{ID: id}, rec, h.view.writeCondition(r))
+		out, created, err := h.s.service.Replace(r.Context(), caller(r), h.res, item, rec, h.view.writeCondition(r))
 		if err != nil {
 			return err
 		}
@@ -164,27 +206,27 @@ func (h *resourceHandlers) replace() http.Handler {
 
 // decodeItem reads the record's id and the body of a write to it (PUT or
 // PATCH); a PUT's body may not name another id.
-func (h *resourceHandlers) decodeItem(w http.ResponseWriter, r *http.Request, put bool) (int64, resourceapi.Record, error) {
-	id, err := h.pathID(r)
+func (h *resourceHandlers) decodeItem(w http.ResponseWriter, r *http.Request, put bool) (resourceapi.Item, resourceapi.Record, error) {
+	item, err := h.item(r)
 	if err != nil {
-		return 0, nil, err
+		return item, nil, err
 	}
 	bodyID := int64(0)
 	if put {
-		bodyID = id
+		bodyID = item.ID
 	}
 	rec, err := h.decode(w, r, bodyID)
-	return id, rec, err
+	return item, rec, err
 }
 
 // update serves PATCH on a record: only the fields sent change.
 func (h *resourceHandlers) update() http.Handler {
 	return h.s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		id, patch, err := h.decodeItem(w, r, false)
+		item, patch, err := h.decodeItem(w, r, false)
 		if err != nil {
 			return err
 		}
-		out, err := h.s.service.Update(r.Context(), caller(r), h.res, resourceapi.Item{ID: id}, patch, h.view.writeCondition(r))
+		out, err := h.s.service.Update(r.Context(), caller(r), h.res, item, patch, h.view.writeCondition(r))
 		if err != nil {
 			return err
 		}
@@ -195,11 +237,11 @@ func (h *resourceHandlers) update() http.Handler {
 // remove serves DELETE on a record: 204, no body.
 func (h *resourceHandlers) remove() http.Handler {
 	return h.s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		id, err := h.pathID(r)
+		item, err := h.item(r)
 		if err != nil {
 			return err
 		}
-		if err := h.s.service.Delete(r.Context(), caller(r), h.res, resourceapi.Item{ID: id}, h.view.writeCondition(r)); err != nil {
+		if err := h.s.service.Delete(r.Context(), caller(r), h.res, item, h.view.writeCondition(r)); err != nil {
 			return err
 		}
 		w.WriteHeader(http.StatusNoContent)
@@ -243,6 +285,13 @@ func (h *resourceHandlers) writeRecord(w http.ResponseWriter, r *http.Request, s
 		writeCacheable(w, r, body, tag, updatedAt(rec))
 		return nil
 	}
+	if status == http.StatusCreated && len(h.view.once) > 0 {
+		// The tag stays that of the stored representation, without the
+		// secret, so that the client can update with it.
+		body = h.view.appendOnce(body, rec)
+		*buf = body
+		w.Header()["Cache-Control"] = noStore
+	}
 	hd := w.Header()
 	hd.Set("ETag", tag)
 	if lm := updatedAt(rec); !lm.IsZero() {
@@ -252,8 +301,11 @@ func (h *resourceHandlers) writeRecord(w http.ResponseWriter, r *http.Request, s
 	return nil
 }
 
-// writeCacheable sends the 200 response of a GET with its validators, or 304
-// when the client's copy is current.
+// writeCacheable sends the 200 response of a GET (or HEAD) with its
+// validators, or 304 when the client's copy is current. The 304 declares the
+// length of the 200 it stands for, so that the compressor gives it the tag
+// that 200 would have had (see compressWriter.notModified); the length itself
+// is not sent.
 func writeCacheable(w http.ResponseWriter, r *http.Request, body []byte, tag string, modified time.Time) {
 	h := w.Header()
 	h["Etag"] = []string{tag} // the canonical form of ETag, set without canonicalizing
@@ -262,6 +314,7 @@ func writeCacheable(w http.ResponseWriter, r *http.Request, body []byte, tag str
 		h["Last-Modified"] = []string{modified.UTC().Format(http.TimeFormat)}
 	}
 	if notModified(r, tag, modified) {
+		h["Content-Length"] = []string{strconv.Itoa(len(body))}
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -19,6 +20,20 @@ const DefaultMaxBodyBytes = 1 << 20
 type Config struct {
 	// Service is the rule layer every request goes through.
 	Service *resourceapi.Service
+	// Auth resolves credentials to callers; without it every credential is
+	// refused and /api answers 401 or 403.
+	Auth *resourceapi.Authenticator
+	// RateLimiter, when set, limits requests under /api, /graphql and /oauth
+	// per caller (user id, else client address); nil serves them unlimited
+	// and without rate-limit headers.
+	RateLimiter resourceapi.RateLimiter
+	// TrustedProxies are the addresses whose X-Forwarded-For is believed
+	// when finding a request's client address (for rate limits and password
+	// throttling); none by default, so the peer address is the client.
+	TrustedProxies []netip.Prefix
+	// OAuth, when set, serves /oauth/ and
+	// /.well-known/oauth-authorization-server (package oauth).
+	OAuth http.Handler
 	// Logger receives every error a client only sees as INTERNAL, with its
 	// cause; nil discards them.
 	Logger *slog.Logger
@@ -39,17 +54,20 @@ type Config struct {
 // Server is the REST API over one store. Its Handler is safe for concurrent
 // use.
 type Server struct {
-	service     *resourceapi.Service
-	store       resourceapi.Store
-	logger      *slog.Logger
-	vendor      string
-	corsOrigins []string
-	accessLog   *slog.Logger
-	maxBody     int64
+	service        *resourceapi.Service
+	store          resourceapi.Store
+	auth           *resourceapi.Authenticator
+	limiter        resourceapi.RateLimiter
+	trustedProxies []netip.Prefix
+	oauth          http.Handler
+	logger         *slog.Logger
+	vendor         string
+	corsOrigins    []string
+	accessLog      *slog.Logger
+	maxBody        int64
 
-	ids       *idGenerator
-	anonymous *resourceapi.Caller
-	handler   http.Handler
+	ids     *idGenerator
+	handler http.Handler
 }
 
 // NewServer returns a Server for cfg. It panics when cfg.Service is nil,
@@ -59,15 +77,18 @@ func NewServer(cfg Config) *Server {
 		panic("http.NewServer: Config.Service is nil")
 	}
 	s := &Server{
-		service:     cfg.Service,
-		store:       cfg.Service.Store(),
-		logger:      cfg.Logger,
-		vendor:      strings.ToLower(cfg.Vendor),
-		corsOrigins: cfg.CORSOrigins,
-		accessLog:   cfg.AccessLog,
-		maxBody:     cfg.MaxBodyBytes,
-		ids:         newIDGenerator(),
-		anonymous:   newAnonymousAdmin(),
+		service:        cfg.Service,
+		store:          cfg.Service.Store(),
+		auth:           cfg.Auth,
+		limiter:        cfg.RateLimiter,
+		trustedProxies: cfg.TrustedProxies,
+		oauth:          cfg.OAuth,
+		logger:         cfg.Logger,
+		vendor:         strings.ToLower(cfg.Vendor),
+		corsOrigins:    cfg.CORSOrigins,
+		accessLog:      cfg.AccessLog,
+		maxBody:        cfg.MaxBodyBytes,
+		ids:            newIDGenerator(),
 	}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
@@ -95,11 +116,15 @@ func (s *Server) Handler() http.Handler { return s.handler }
 //     headers, set before the panic, and in the negotiated error format;
 //   - cors, so that browsers can read error responses too;
 //   - negotiateVersion, before anything that can write an error;
-//   - compress, around everything that writes a body.
+//   - compress, around everything that writes a body;
+//   - rateLimit, which identifies the caller of /api and /graphql requests
+//     (identify) to key their budget, and sets the rate-limit headers of
+//     every response under /api, /graphql and /oauth.
 //
-// Authentication (and, later, rate limiting) wrap only the /api routes: see
-// Server.api in routes.go.
+// The /api routes then refuse requests without a valid credential
+// (requireCaller, in routes.go).
 func (s *Server) middleware(h http.Handler) http.Handler {
+	h = s.rateLimit(h)
 	h = s.compress(h)
 	h = s.negotiateVersion(h)
 	h = s.cors(h)

@@ -54,23 +54,50 @@ func (dialect) Unique(err error) (string, bool) {
 	return "", true
 }
 
-// LockRetain takes a transaction-scoped advisory lock, so that two writes
-// that each remove one of the last two admins run one after the other and the
-// second sees the first.
-func (dialect) LockRetain(ctx context.Context, tx sqlstore.Execer, res *resourceapi.Resource) error {
-	_, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", res.Name+".retain")
+// LockID takes a transaction-scoped advisory lock on the pair (resource, id),
+// in the two-key space of advisory locks, apart from LockRetain's and the
+// migrations' one-key locks.
+func (dialect) LockID(ctx context.Context, tx sqlstore.Execer, res *resourceapi.Resource, id int64) error {
+	_, err := tx.ExecContext(ctx, "SELECT "+lockID("$2::bigint"), res.Name, id)
 	return err
 }
 
-// InsertedID moves the identity sequence past an explicitly inserted id (PUT
-// to an absent id), under a lock so that concurrent moves never go backwards.
-func (dialect) InsertedID(ctx context.Context, tx sqlstore.Execer, res *resourceapi.Resource, id int64) error {
+// lockID returns the call that locks the id expression id of the resource
+// named by $1. The id is hashed to 32 bits: two ids of a resource may share a
+// lock, which only makes their writes wait for each other (two such
+// collisions at once in one Create that skips ids could deadlock it with
+// another, which PostgreSQL detects and ends by failing one of them).
+func lockID(id string) string {
+	return "pg_advisory_xact_lock(hashtext($1), hashint8(" + id + "))"
+}
+
+// NextID takes the identity sequence's next value and locks it in the same
+// statement, one round trip.
+func (dialect) NextID(ctx context.Context, tx sqlstore.Querier, res *resourceapi.Resource) (int64, error) {
+	var id int64
+	err := tx.QueryRowContext(ctx, "SELECT n FROM nextval(pg_get_serial_sequence($1, 'id')) AS n, "+lockID("n")+" AS l", res.Name).Scan(&id)
+	return id, err
+}
+
+// SkipID moves the identity sequence past id, under a lock so that
+// concurrent moves never go backwards. (A nextval between the read and the
+// write of the sequence in setval's statement can still hand out a value
+// twice; Create's id lock and its skipping of taken ids make that harmless.)
+func (dialect) SkipID(ctx context.Context, tx sqlstore.Execer, res *resourceapi.Resource, id int64) error {
 	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", res.Name+".id"); err != nil {
 		return err
 	}
 	_, err := tx.ExecContext(ctx, `
 		SELECT setval(s, GREATEST($1::bigint, COALESCE(pg_sequence_last_value(s::regclass), 0)))
 		FROM pg_get_serial_sequence($2, 'id') AS s`, id, res.Name)
+	return err
+}
+
+// LockRetain takes a transaction-scoped advisory lock, so that two writes
+// that each remove one of the last two admins run one after the other and the
+// second sees the first.
+func (dialect) LockRetain(ctx context.Context, tx sqlstore.Execer, res *resourceapi.Resource) error {
+	_, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", res.Name+".retain")
 	return err
 }
 

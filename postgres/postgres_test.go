@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 
 	"github.com/resourceapi/resourceapi"
@@ -41,5 +42,53 @@ func TestConcurrentMigrations(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Fatalf("concurrent open: %v", err)
 		}
+	}
+}
+
+// TestIDsRunOut checks the one case where Create fails for want of an id:
+// no id up to MaxID is free after the sequence. The suite cannot bring the
+// sequence there (that takes 2^53 Creates), so the test sets it.
+func TestIDsRunOut(t *testing.T) {
+	ctx := context.Background()
+	users := resourceapi.Users
+	url := pgtest.NewDatabase(t)
+	db, err := postgres.Open(ctx, url, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	valid := func(rec resourceapi.Record, mode resourceapi.WriteMode) resourceapi.Record {
+		t.Helper()
+		if err := resourceapi.Validate(users, rec, mode); err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	if _, _, err := db.Replace(ctx, users, resourceapi.MaxID, valid(resourceapi.Record{"name": "Last", "email": "last@example.com"}, resourceapi.ModeReplace), nil); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.ExecContext(ctx, "SELECT setval(pg_get_serial_sequence('users', 'id'), $1)", resourceapi.MaxID-2); err != nil {
+		t.Fatal(err)
+	}
+
+	rec, err := db.Create(ctx, users, valid(resourceapi.Record{"name": "A", "email": "a@example.com"}, resourceapi.ModeCreate))
+	if err != nil {
+		t.Fatalf("Create with MaxID-1 free: %v", err)
+	}
+	if got, want := rec.ID(), int64(resourceapi.MaxID-1); got != want {
+		t.Fatalf("id = %d, want %d", got, want)
+	}
+	_, err = db.Create(ctx, users, valid(resourceapi.Record{"name": "B", "email": "b@example.com"}, resourceapi.ModeCreate))
+	if got := resourceapi.ErrorCode(err); got != resourceapi.CodeUnprocessable {
+		t.Fatalf("Create with no id left = %v (%s), want %s", err, got, resourceapi.CodeUnprocessable)
+	}
+	var n int
+	if err := raw.QueryRowContext(ctx, "SELECT count(*) FROM users").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("%d users, %v; want 2 (the failed Create wrote nothing)", n, err)
 	}
 }

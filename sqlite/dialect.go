@@ -96,12 +96,27 @@ func (dialect) Unique(err error) (string, bool) {
 	return "", true
 }
 
+// LockID has nothing to do: the single writer serialises all writes.
+func (dialect) LockID(context.Context, sqlstore.Execer, *resourceapi.Resource, int64) error {
+	return nil
+}
+
 // LockRetain has nothing to do: the single writer serialises all writes.
 func (dialect) LockRetain(context.Context, sqlstore.Execer, *resourceapi.Resource) error { return nil }
 
-// InsertedID has nothing to do: AUTOINCREMENT continues after the largest id.
-func (dialect) InsertedID(context.Context, sqlstore.Execer, *resourceapi.Resource, int64) error {
-	return nil
+// NextID counts in the sequences table (migration 00002), not with
+// AUTOINCREMENT, which goes on after the largest id ever inserted, PUT's
+// included. A resource without a row starts at 1.
+func (dialect) NextID(ctx context.Context, tx sqlstore.Querier, res *resourceapi.Resource) (int64, error) {
+	var id int64
+	err := tx.QueryRowContext(ctx, `INSERT INTO sequences (resource, last) VALUES (?, 1)
+		ON CONFLICT (resource) DO UPDATE SET last = last + 1 RETURNING last`, res.Name).Scan(&id)
+	return id, err
+}
+
+func (dialect) SkipID(ctx context.Context, tx sqlstore.Execer, res *resourceapi.Resource, id int64) error {
+	_, err := tx.ExecContext(ctx, "UPDATE sequences SET last = max(last, ?) WHERE resource = ?", id, res.Name)
+	return err
 }
 
 // ForUpdate is empty: the single writer serialises all writes.

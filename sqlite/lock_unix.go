@@ -4,7 +4,6 @@ package sqlite
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"syscall"
 )
@@ -12,7 +11,9 @@ import (
 // lockFile takes an exclusive lock on path+".lock" for as long as the
 // returned file stays open, so that a second server on the same database file
 // fails at start instead of serving from a cache the first one's writes make
-// stale. The kernel drops the lock when the process dies, however it dies.
+// stale, and so that a server and a migration never run on the file at once.
+// It fails with errInUse when another process holds the lock. The kernel drops
+// the lock when the process dies, however it dies.
 func lockFile(path string) (*os.File, error) {
 	f, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
@@ -21,7 +22,7 @@ func lockFile(path string) (*os.File, error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%s is in use by another resourceapi process; a SQLite database is served by one process (several instances need PostgreSQL)", path)
+			return nil, errInUse
 		}
 		return nil, err
 	}

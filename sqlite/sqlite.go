@@ -9,8 +9,8 @@
 //
 // A SQLite file is served by one process: the store caches records and list
 // pages, and the cache assumes no other process writes the file while the
-// server runs. Open takes a lock on <file>.lock to make sure of it. Several
-// instances need PostgreSQL.
+// server runs. Open takes a lock on <file>.lock to make sure of it, and
+// Migrate takes the same lock. Several instances need PostgreSQL.
 package sqlite
 
 import (
@@ -57,6 +57,15 @@ type Options struct {
 	// negative value turns the cache off. The cache is sound because this
 	// process is the only writer (see the package doc).
 	CacheRecords int
+	// Beside opens the file for a short command (the command line) that may
+	// run beside a server: when a server holds the file's lock, the command
+	// neither takes it nor migrates (the server did), and fails if the
+	// schema is not current; otherwise it takes the lock as Open always
+	// does. The cache is off: the command is short, and the server notices
+	// its writes.
+	Beside bool
+
+	served bool // Beside, and a server holds the lock
 }
 
 // DB is a SQLite database. It implements resourceapi.Store.
@@ -69,15 +78,22 @@ type DB struct {
 	writer  *groupWriter
 }
 
+// errInUse is lockFile's error when another process holds the lock.
+var errInUse = errors.New("in use by another resourceapi process")
+
 // Open opens (creating if needed) the SQLite file at path, brings its schema
 // up to date and starts the writer. Close releases it.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o750); err != nil {
-			return nil, fmt.Errorf("open sqlite: %w", err)
+	lock, err := lockPath(path)
+	if opts.Beside {
+		opts.CacheRecords = -1
+		if errors.Is(err, errInUse) {
+			lock, err, opts.served = nil, nil, true
 		}
 	}
-	lock, err := lockFile(path)
+	if errors.Is(err, errInUse) {
+		return nil, fmt.Errorf("open sqlite: %s is %w (a server or a migration); a SQLite database is served by one process (several instances need PostgreSQL)", path, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
@@ -110,7 +126,11 @@ func open(ctx context.Context, path string, opts Options) (*DB, error) {
 	write.SetMaxIdleConns(1)
 	write.SetConnMaxLifetime(0)
 	write.SetConnMaxIdleTime(0)
-	if err := migrate(ctx, write); err != nil {
+	migrateOrCheck := migrate
+	if opts.served {
+		migrateOrCheck = checkCurrent
+	}
+	if err := migrateOrCheck(ctx, write); err != nil {
 		write.Close()
 		return nil, err
 	}
@@ -231,12 +251,42 @@ func dsn(path string, sync Sync, readOnly bool) string {
 	} else {
 		v.Set("_txlock", "immediate")
 	}
-	return "file:" + path + "?" + v.Encode()
+	return "file:" + uriPath.Replace(path) + "?" + v.Encode()
 }
 
-// Migrate brings the schema of the SQLite file at path up to date and
-// returns.
+// uriPath escapes what SQLite would read as other than a path in a file: URI
+// (it decodes %HH): a path with # or ? (Go's t.TempDir for subtests named
+// "x#01") must not open a file cut short at it.
+var uriPath = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
+
+// lockPath creates the directory of the SQLite file at path if needed and
+// takes the file's lock (see lockFile). Closing the returned file, which may
+// be nil, releases it.
+func lockPath(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, err
+	}
+	return lockFile(path)
+}
+
+// Migrate brings the schema of the SQLite file at path (created, with its
+// directory, if needed) up to date and returns. It holds the lock Open takes,
+// so it fails while a server has the file open, and no server starts on the
+// file until it has finished.
 func Migrate(ctx context.Context, path string) error {
+	lock, err := lockPath(path)
+	if errors.Is(err, errInUse) {
+		return fmt.Errorf("migrate sqlite: %s is %w; stop the server first (serve brings the schema up to date itself when it starts)", path, err)
+	}
+	if err != nil {
+		return fmt.Errorf("migrate sqlite: %w", err)
+	}
+	if lock != nil {
+		defer lock.Close()
+	}
+	if testHookMigrating != nil {
+		testHookMigrating()
+	}
 	db, err := sql.Open("sqlite", dsn(path, SyncFull, false))
 	if err != nil {
 		return fmt.Errorf("migrate sqlite: %w", err)
@@ -246,9 +296,11 @@ func Migrate(ctx context.Context, path string) error {
 	return migrate(ctx, db)
 }
 
+// testHookMigrating, set only by tests, runs while Migrate holds the lock.
+var testHookMigrating func()
+
 func migrate(ctx context.Context, db *sql.DB) error {
-	p, err := goose.NewProvider(goose.DialectSQLite3, db, mustSub(migrations, "migrations"),
-		goose.WithDisableGlobalRegistry(true))
+	p, err := provider(db)
 	if err != nil {
 		return fmt.Errorf("migrate sqlite: %w", err)
 	}
@@ -256,6 +308,28 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("migrate sqlite: %w", err)
 	}
 	return nil
+}
+
+// checkCurrent fails unless the schema is up to date: a command opened
+// beside a server must not migrate under it.
+func checkCurrent(ctx context.Context, db *sql.DB) error {
+	p, err := provider(db)
+	if err != nil {
+		return fmt.Errorf("open sqlite: %w", err)
+	}
+	pending, err := p.HasPending(ctx)
+	if err != nil {
+		return fmt.Errorf("open sqlite: %w", err)
+	}
+	if pending {
+		return errors.New("open sqlite: the database's schema is older than this program's, and a server holds the file: upgrade the server first")
+	}
+	return nil
+}
+
+func provider(db *sql.DB) (*goose.Provider, error) {
+	return goose.NewProvider(goose.DialectSQLite3, db, mustSub(migrations, "migrations"),
+		goose.WithDisableGlobalRegistry(true))
 }
 
 // Close stops the writer after the writes under way and closes the

@@ -2,9 +2,15 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/pressly/goose/v3"
 
 	"github.com/resourceapi/resourceapi"
 	"github.com/resourceapi/resourceapi/sqlite"
@@ -112,4 +118,172 @@ func TestOneProcessPerFile(t *testing.T) {
 		t.Fatalf("Open after Close: %v", err)
 	}
 	again.Close()
+}
+
+// TestMigrate checks that Migrate creates the file's directory, and that it
+// takes the lock Open takes: it refuses a file a server has open, and no
+// server starts on a file while it migrates.
+func TestMigrate(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "new", "dir", "m.db")
+	if err := sqlite.Migrate(ctx, path); err != nil {
+		t.Fatalf("Migrate in a directory that does not exist: %v", err)
+	}
+
+	db, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = sqlite.Migrate(ctx, path)
+	if err == nil || !strings.Contains(err.Error(), "in use by another resourceapi process") {
+		t.Fatalf("Migrate of a file in use = %v, want an error saying it is in use", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	var openErr error
+	restore := sqlite.SetMigratingHook(func() {
+		db, err := sqlite.Open(ctx, path, sqlite.Options{})
+		if err == nil {
+			db.Close()
+		}
+		openErr = err
+	})
+	defer restore()
+	if err := sqlite.Migrate(ctx, path); err != nil {
+		t.Fatalf("Migrate after the server closed: %v", err)
+	}
+	if openErr == nil || !strings.Contains(openErr.Error(), "in use by another resourceapi process") {
+		t.Fatalf("Open during Migrate = %v, want an error saying the file is in use", openErr)
+	}
+}
+
+func mustValid(t *testing.T, rec resourceapi.Record, mode resourceapi.WriteMode) resourceapi.Record {
+	t.Helper()
+	if err := resourceapi.Validate(resourceapi.Users, rec, mode); err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// mustExec runs statements on the SQLite file at path through a connection
+// of its own, as another process would.
+func mustExec(t *testing.T, path string, stmts ...string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, stmt := range stmts {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+}
+
+// TestIDsRunOut checks the one case where Create fails for want of an id:
+// no id up to MaxID is free after the sequence. The suite cannot bring the
+// sequence there (that takes 2^53 Creates), so the test sets it.
+func TestIDsRunOut(t *testing.T) {
+	ctx := context.Background()
+	users := resourceapi.Users
+	path := filepath.Join(t.TempDir(), "ids.db")
+	db, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.Replace(ctx, users, resourceapi.MaxID, mustValid(t, resourceapi.Record{"name": "Last", "email": "last@example.com"}, resourceapi.ModeReplace), nil); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	mustExec(t, path, fmt.Sprintf(`INSERT INTO sequences (resource, last) VALUES ('users', %d)
+		ON CONFLICT (resource) DO UPDATE SET last = excluded.last`, resourceapi.MaxID-2))
+	db = mustOpenPath(t, path)
+
+	rec, err := db.Create(ctx, users, mustValid(t, resourceapi.Record{"name": "A", "email": "a@example.com"}, resourceapi.ModeCreate))
+	if err != nil {
+		t.Fatalf("Create with MaxID-1 free: %v", err)
+	}
+	if got, want := rec.ID(), int64(resourceapi.MaxID-1); got != want {
+		t.Fatalf("id = %d, want %d", got, want)
+	}
+	_, err = db.Create(ctx, users, mustValid(t, resourceapi.Record{"name": "B", "email": "b@example.com"}, resourceapi.ModeCreate))
+	if got := resourceapi.ErrorCode(err); got != resourceapi.CodeUnprocessable {
+		t.Fatalf("Create with no id left = %v (%s), want %s", err, got, resourceapi.CodeUnprocessable)
+	}
+	lq, err := resourceapi.ParseListQuery(users, url.Values{"status": {"all"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page, err := db.List(ctx, users, lq); err != nil || page.Total != 2 {
+		t.Fatalf("List = %d users, %v; want 2 (the failed Create wrote nothing)", page.Total, err)
+	}
+}
+
+// TestSequencesMigration checks that a database made before the sequences
+// table goes on assigning ids where AUTOINCREMENT was.
+func TestSequencesMigration(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	old, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := goose.NewProvider(goose.DialectSQLite3, old, os.DirFS("migrations"), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	// Two POSTs and a PUT of id 7, as the version before assigned them.
+	mustExec(t, path,
+		`INSERT INTO users (name, email, email_key, created_at, updated_at) VALUES ('A', 'a@x.io', 'a@x.io', 0, 0), ('B', 'b@x.io', 'b@x.io', 0, 0)`,
+		`INSERT INTO users (id, name, email, email_key, created_at, updated_at) VALUES (7, 'C', 'c@x.io', 'c@x.io', 0, 0)`)
+
+	db := mustOpenPath(t, path)
+	rec, err := db.Create(ctx, resourceapi.Users, mustValid(t, resourceapi.Record{"name": "D", "email": "d@x.io"}, resourceapi.ModeCreate))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rec.ID(), int64(8); got != want {
+		t.Fatalf("id of the first Create after the migration = %d, want %d", got, want)
+	}
+}
+
+func mustOpenPath(t *testing.T, path string) *sqlite.DB {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// TestPathWithURICharacters checks that a path holding characters that mean
+// something in a URI (# ? %) opens the file of that exact path, the one its
+// lock file sits beside.
+func TestPathWithURICharacters(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a#b?c%41d")
+	path := filepath.Join(dir, "x.db")
+	db := mustOpenPath(t, path)
+	if err := db.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("database file: %v", err)
+	}
+	entries, err := os.ReadDir(filepath.Dir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() != filepath.Base(dir) {
+			t.Errorf("Open created %s beside %s", e.Name(), dir)
+		}
+	}
 }

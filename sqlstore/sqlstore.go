@@ -43,6 +43,11 @@ type Dialect interface {
 	// Unique reports whether err is a unique-constraint violation, and on
 	// which column when the driver says.
 	Unique(err error) (column string, ok bool)
+	// LockID serialises, until the transaction ends, the writes that may
+	// insert record id of res, on databases where two transactions could
+	// otherwise both find the id absent and both insert it: a row lock (see
+	// ForUpdate) locks nothing when the row does not exist yet.
+	LockID(ctx context.Context, tx Execer, res *resourceapi.Resource, id int64) error
 	// LockRetain serialises the writes that check res's Retain invariant, on
 	// databases where transactions could otherwise both pass the check.
 	LockRetain(ctx context.Context, tx Execer, res *resourceapi.Resource) error
@@ -50,9 +55,14 @@ type Dialect interface {
 	// whose value is a JSON array of the user's effective permissions: their
 	// own grants and those of their roles in the roles table, each once.
 	Permissions(user string) string
-	// InsertedID makes the id sequence of res skip past an id inserted
-	// explicitly, so that later inserts never collide with it.
-	InsertedID(ctx context.Context, tx Execer, res *resourceapi.Resource, id int64) error
+	// NextID takes the next value of res's id sequence, the ids Create
+	// assigns, and locks that id as LockID does. Only Create moves the
+	// sequence: an id inserted by Replace leaves it where it is.
+	NextID(ctx context.Context, tx Querier, res *resourceapi.Resource) (int64, error)
+	// SkipID moves res's id sequence past id, a free id that Create took
+	// because the values before it were taken, so that later Creates do not
+	// try those again. It never moves the sequence backwards.
+	SkipID(ctx context.Context, tx Execer, res *resourceapi.Resource, id int64) error
 }
 
 // Querier runs statements on one connection or transaction.
@@ -320,7 +330,7 @@ func (s *Store) Create(ctx context.Context, res *resourceapi.Resource, rec resou
 	var out resourceapi.Record
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
 		var err error
-		out, err = s.insert(ctx, tx, res, 0, rec)
+		out, err = s.create(ctx, tx, res, rec)
 		return err
 	})
 	s.cache.invalidate(res, 0)
@@ -330,18 +340,47 @@ func (s *Store) Create(ctx context.Context, res *resourceapi.Resource, rec resou
 	return out, nil
 }
 
+// CreateFirst creates rec, which must hold res's Retain value (the first
+// admin), when no active record of res holds it, and reports whether it did.
+// The check and the insert are one transaction under the Retain lock: of
+// servers that start together on an empty database, whatever each was
+// configured with, exactly one creates the record, and the others wait for
+// it and then find it.
+func (s *Store) CreateFirst(ctx context.Context, res *resourceapi.Resource, rec resourceapi.Record) (resourceapi.Record, bool, error) {
+	if !res.Holds(rec) {
+		return nil, false, fmt.Errorf("create first %s: the record does not hold %s", res.Singular, res.Retain.Value)
+	}
+	var out resourceapi.Record
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
+		if err := s.dialect.LockRetain(ctx, tx, res); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		n, err := s.holders(ctx, tx, res, 0)
+		if err != nil || n > 0 {
+			return err
+		}
+		out, err = s.create(ctx, tx, res, rec)
+		return err
+	})
+	s.cache.invalidate(res, 0)
+	if err != nil {
+		return nil, false, fmt.Errorf("create first %s: %w", res.Singular, err)
+	}
+	return out, out != nil, nil
+}
+
 // Replace implements resourceapi.Store.
 func (s *Store) Replace(ctx context.Context, res *resourceapi.Resource, id int64, rec resourceapi.Record, cond resourceapi.Condition) (resourceapi.Record, bool, error) {
 	var out resourceapi.Record
 	var created bool
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
-		cur, err := s.current(ctx, tx, res, id, rec, cond)
+		cur, err := s.current(ctx, tx, res, id, rec, cond, true)
 		if err != nil {
 			return err
 		}
 		created = cur == nil
 		if created {
-			out, err = s.insert(ctx, tx, res, id, rec)
+			out, err = s.insert(ctx, tx, res, id, rec, false)
 		} else {
 			out, err = s.update(ctx, tx, res, cur, rec)
 		}
@@ -358,7 +397,7 @@ func (s *Store) Replace(ctx context.Context, res *resourceapi.Resource, id int64
 func (s *Store) Update(ctx context.Context, res *resourceapi.Resource, id int64, patch resourceapi.Record, cond resourceapi.Condition) (resourceapi.Record, error) {
 	var out resourceapi.Record
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
-		cur, err := s.current(ctx, tx, res, id, patch, cond)
+		cur, err := s.current(ctx, tx, res, id, patch, cond, false)
 		if err != nil {
 			return err
 		}
@@ -378,7 +417,7 @@ func (s *Store) Update(ctx context.Context, res *resourceapi.Resource, id int64,
 // Delete implements resourceapi.Store.
 func (s *Store) Delete(ctx context.Context, res *resourceapi.Resource, id int64, cond resourceapi.Condition) error {
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
-		cur, err := s.current(ctx, tx, res, id, nil, cond)
+		cur, err := s.current(ctx, tx, res, id, nil, cond, false)
 		if err != nil {
 			return err
 		}
@@ -402,9 +441,24 @@ func (s *Store) Delete(ctx context.Context, res *resourceapi.Resource, id int64,
 // is about to change (nil when absent), and checks cond against it. When the
 // write could break the Retain invariant it takes the Retain lock first, so
 // that the check that follows sees every committed change.
-func (s *Store) current(ctx context.Context, tx Querier, res *resourceapi.Resource, id int64, change resourceapi.Record, cond resourceapi.Condition) (resourceapi.Record, error) {
+//
+// insert says the write inserts the record when it is absent (Replace). Then
+// the id is locked too: identical PUTs of an absent id (a client's retry)
+// would otherwise each find no row to lock, each insert, and all but one fail
+// with a conflict. Locked, the later ones wait for the first and then find its
+// record: PUT stays idempotent, and a create-only PUT (If-None-Match: *) gets
+// its precondition error.
+//
+// Every write takes the Retain lock, if at all, before any id lock, and id
+// locks in increasing order (see create), so the locks cannot deadlock.
+func (s *Store) current(ctx context.Context, tx Querier, res *resourceapi.Resource, id int64, change resourceapi.Record, cond resourceapi.Condition, insert bool) (resourceapi.Record, error) {
 	if res.Retain != nil && touchesRetain(res, change) {
 		if err := s.dialect.LockRetain(ctx, tx, res); err != nil {
+			return nil, fmt.Errorf("lock: %w", err)
+		}
+	}
+	if insert {
+		if err := s.dialect.LockID(ctx, tx, res, id); err != nil {
 			return nil, fmt.Errorf("lock: %w", err)
 		}
 	}
@@ -437,15 +491,9 @@ func (s *Store) checkRetain(ctx context.Context, tx Querier, res *resourceapi.Re
 	if !res.Holds(before) || res.Holds(after) {
 		return nil
 	}
-	q := s.newQuery()
-	q.WriteString("SELECT count(*) FROM " + res.Name + " WHERE id <> " + q.Arg(before.ID()))
-	if res.SoftDelete != "" {
-		q.WriteString(" AND " + column(res.Field(res.SoftDelete)) + " = " + s.dialect.Bool(false))
-	}
-	q.WriteString(" AND " + s.dialect.Contains(q, column(res.Field(res.Retain.Field)), res.Retain.Value))
-	var others int
-	if err := tx.QueryRowContext(ctx, q.String(), q.args...).Scan(&others); err != nil {
-		return fmt.Errorf("check %s: %w", res.Retain.Value, err)
+	others, err := s.holders(ctx, tx, res, before.ID())
+	if err != nil {
+		return err
 	}
 	if others == 0 {
 		return resourceapi.Errorf(resourceapi.CodeUnprocessable, "%s", res.Retain.Message)
@@ -453,15 +501,88 @@ func (s *Store) checkRetain(ctx context.Context, tx Querier, res *resourceapi.Re
 	return nil
 }
 
-// insert adds rec with the given id (0: the next from the sequence), taking
-// declared defaults for absent fields, and returns the stored record.
-func (s *Store) insert(ctx context.Context, tx Querier, res *resourceapi.Resource, id int64, rec resourceapi.Record) (resourceapi.Record, error) {
+// holders counts the active records of res, other than record except, that
+// hold the Retain value.
+func (s *Store) holders(ctx context.Context, tx Querier, res *resourceapi.Resource, except int64) (int, error) {
+	q := s.newQuery()
+	q.WriteString("SELECT count(*) FROM " + res.Name + " WHERE id <> " + q.Arg(except))
+	if res.SoftDelete != "" {
+		q.WriteString(" AND " + column(res.Field(res.SoftDelete)) + " = " + s.dialect.Bool(false))
+	}
+	q.WriteString(" AND " + s.dialect.Contains(q, column(res.Field(res.Retain.Field)), res.Retain.Value))
+	var n int
+	if err := tx.QueryRowContext(ctx, q.String(), q.args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count %s: %w", res.Retain.Value, err)
+	}
+	return n, nil
+}
+
+// create inserts rec under the next id of res's sequence and returns the
+// stored record.
+//
+// Replace creates the ids its clients choose (900000000, or 2^53-1) and never
+// moves the sequence: when it did, one PUT of resourceapi.MaxID stopped every
+// later POST. So the sequence's next value may be taken; create then skips to
+// the first free id after it, found in one query however long the run of
+// taken ids, and moves the sequence past it. Every id create tries is locked
+// (LockID) before its insert, so a concurrent Replace of the same id waits for
+// this transaction or this one for it, and neither fails: whichever comes
+// second finds the record (Replace updates it, create skips it). The ids it
+// locks increase, as current's lock order requires. Creation fails only when
+// no id up to MaxID is free after the sequence.
+func (s *Store) create(ctx context.Context, tx Querier, res *resourceapi.Resource, rec resourceapi.Record) (resourceapi.Record, error) {
+	id, err := s.dialect.NextID(ctx, tx, res)
+	if err != nil {
+		return nil, fmt.Errorf("next id: %w", err)
+	}
+	for {
+		if id > resourceapi.MaxID {
+			return nil, resourceapi.Errorf(resourceapi.CodeUnprocessable,
+				"No %s id is left: the ids that remain are above %d, which JSON clients cannot hold exactly", res.Singular, resourceapi.MaxID)
+		}
+		out, err := s.insert(ctx, tx, res, id, rec, true)
+		if err != nil || out != nil {
+			return out, err
+		}
+		// Each round takes a larger id, so this ends: at the latest when the
+		// ids pass MaxID.
+		if id, err = s.freeIDAfter(ctx, tx, res, id); err != nil {
+			return nil, fmt.Errorf("free id: %w", err)
+		}
+		if id > resourceapi.MaxID {
+			continue
+		}
+		if err := s.dialect.LockID(ctx, tx, res, id); err != nil {
+			return nil, fmt.Errorf("lock: %w", err)
+		}
+		if err := s.dialect.SkipID(ctx, tx, res, id); err != nil {
+			return nil, fmt.Errorf("sequence: %w", err)
+		}
+	}
+}
+
+// freeIDAfter returns the first id after taken that no record of res holds:
+// the end of the run of consecutive ids that starts at taken. One query walks
+// the run on the primary key, so a client that created a long run with PUT
+// costs a scan of it, not a statement per id. It may return MaxID+1.
+func (s *Store) freeIDAfter(ctx context.Context, tx Querier, res *resourceapi.Resource, taken int64) (int64, error) {
+	var id int64
+	err := tx.QueryRowContext(ctx, "SELECT t.id + 1 FROM "+res.Name+" AS t WHERE t.id >= "+s.dialect.Placeholder(1)+
+		" AND NOT EXISTS (SELECT 1 FROM "+res.Name+" AS u WHERE u.id = t.id + 1) ORDER BY t.id LIMIT 1", taken).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		// taken was deleted since, and no id after it is held.
+		return taken + 1, nil
+	}
+	return id, err
+}
+
+// insert adds rec with the given id, taking declared defaults for absent
+// fields, and returns the stored record. With ifFree, it inserts nothing and
+// returns a nil record when the id is taken.
+func (s *Store) insert(ctx context.Context, tx Querier, res *resourceapi.Resource, id int64, rec resourceapi.Record, ifFree bool) (resourceapi.Record, error) {
 	now := resourceapi.Timestamp(s.now())
 	q := s.newQuery()
-	var cols, vals []string
-	if id != 0 {
-		cols, vals = append(cols, "id"), append(vals, q.Arg(id))
-	}
+	cols, vals := []string{"id"}, []string{q.Arg(id)}
 	for i := range res.Fields {
 		f := &res.Fields[i]
 		if f.ReadOnly && !f.Computed {
@@ -471,6 +592,9 @@ func (s *Store) insert(ctx context.Context, tx Querier, res *resourceapi.Resourc
 		if !ok {
 			v = f.DefaultValue()
 		}
+		if ic, ok := v.(resourceapi.IfCreated); ok {
+			v = ic.Value
+		}
 		for _, c := range writeColumns(f, v) {
 			cols, vals = append(cols, c.name), append(vals, q.Arg(c.value))
 		}
@@ -478,21 +602,17 @@ func (s *Store) insert(ctx context.Context, tx Querier, res *resourceapi.Resourc
 	cols = append(cols, "created_at", "updated_at")
 	vals = append(vals, q.Arg(now), q.Arg(now))
 	read := readColumns(res)
-	q.WriteString("INSERT INTO " + res.Name + " (" + join(cols) + ") VALUES (" + join(vals) + ") RETURNING " + read.list)
+	q.WriteString("INSERT INTO " + res.Name + " (" + join(cols) + ") VALUES (" + join(vals) + ")")
+	if ifFree {
+		q.WriteString(" ON CONFLICT (id) DO NOTHING")
+	}
+	q.WriteString(" RETURNING " + read.list)
 	out, err := read.scan(tx.QueryRowContext(ctx, q.String(), q.args...), nil)
+	if ifFree && errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, s.writeError(res, err)
-	}
-	if out.ID() > resourceapi.MaxID {
-		// Only after a PUT created an id near the limit: the sequence goes on
-		// from the largest id. Failing undoes the insert.
-		return nil, resourceapi.Errorf(resourceapi.CodeUnprocessable,
-			"No %s id is left: the ids that remain are above %d, which JSON clients cannot hold exactly", res.Singular, resourceapi.MaxID)
-	}
-	if id != 0 {
-		if err := s.dialect.InsertedID(ctx, tx, res, id); err != nil {
-			return nil, fmt.Errorf("sequence: %w", err)
-		}
 	}
 	return out, nil
 }
@@ -508,6 +628,9 @@ func (s *Store) update(ctx context.Context, tx Querier, res *resourceapi.Resourc
 		v, ok := change[f.Name]
 		if (f.ReadOnly && !f.Computed) || !ok {
 			continue
+		}
+		if _, ok := v.(resourceapi.IfCreated); ok {
+			continue // the record exists: keep what is stored
 		}
 		after[f.Name] = v
 		for _, c := range writeColumns(f, v) {

@@ -394,6 +394,155 @@ func testConcurrency(t *testing.T, open opener) {
 		}
 	})
 
+	t.Run("ReplacesOfAbsentID", func(t *testing.T) {
+		// PUT is idempotent: identical Replaces of an absent id, as a client
+		// retrying one gives, all succeed and exactly one creates the record,
+		// however they interleave. A store that finds the id absent in each
+		// and inserts it in each fails all but one with CodeConflict.
+		s := open(t)
+		base := mustCreate(t, s, user("A", "a@example.com")).ID() + 100
+		const rounds, writers = 20, 4
+		for round := range rounds {
+			id := base + int64(round)
+			in := mustValid(t, user("P", fmt.Sprintf("p%d@example.com", round)), resourceapi.ModeReplace)
+			var (
+				wg      sync.WaitGroup
+				mu      sync.Mutex
+				created int
+				gate    = make(chan struct{})
+			)
+			for range writers {
+				wg.Go(func() {
+					<-gate
+					rec, c, err := s.Replace(timeout(t), users, id, clone(in), nil)
+					if err != nil {
+						t.Errorf("round %d: concurrent identical Replace(%d) error = %v, want nil", round, id, err)
+						return
+					}
+					if rec.ID() != id || rec["email"] != in["email"] {
+						t.Errorf("round %d: Replace(%d) returned id %d, email %v", round, id, rec.ID(), rec["email"])
+					}
+					if c {
+						mu.Lock()
+						created++
+						mu.Unlock()
+					}
+				})
+			}
+			close(gate)
+			wg.Wait()
+			if t.Failed() {
+				t.FailNow()
+			}
+			if created != 1 {
+				t.Fatalf("round %d: %d of %d identical Replaces of an absent id reported created, want 1", round, created, writers)
+			}
+			if got, want := mustTotal(t, s), round+2; got != want {
+				t.Fatalf("round %d: total = %d, want %d", round, got, want)
+			}
+			mustGet(t, s, id)
+		}
+	})
+
+	t.Run("CreateOnlyReplacesOfAbsentID", func(t *testing.T) {
+		// With a Condition that refuses an existing record (If-None-Match: *),
+		// exactly one of concurrent Replaces of an absent id creates it and
+		// the others get the Condition's error, not CodeConflict.
+		s := open(t)
+		base := mustCreate(t, s, user("A", "a@example.com")).ID() + 100
+		absent := func(cur resourceapi.Record) error {
+			if cur != nil {
+				return errPrecondition
+			}
+			return nil
+		}
+		const rounds, writers = 20, 4
+		for round := range rounds {
+			id := base + int64(round)
+			in := mustValid(t, user("P", fmt.Sprintf("p%d@example.com", round)), resourceapi.ModeReplace)
+			errs := make([]error, writers)
+			var wg sync.WaitGroup
+			gate := make(chan struct{})
+			for i := range writers {
+				wg.Go(func() {
+					<-gate
+					_, _, errs[i] = s.Replace(timeout(t), users, id, clone(in), absent)
+				})
+			}
+			close(gate)
+			wg.Wait()
+			var won int
+			for _, err := range errs {
+				switch {
+				case err == nil:
+					won++
+				case !errors.Is(err, errPrecondition):
+					t.Fatalf("round %d: create-only Replace(%d) error = %v, want nil or the Condition's error", round, id, err)
+				}
+			}
+			if won != 1 {
+				t.Fatalf("round %d: %d of %d create-only Replaces of an absent id succeeded, want 1", round, won, writers)
+			}
+			if got, want := mustTotal(t, s), round+2; got != want {
+				t.Fatalf("round %d: total = %d, want %d", round, got, want)
+			}
+		}
+	})
+
+	t.Run("CreateAndReplaceOfNextID", func(t *testing.T) {
+		// A Replace of the id Create is about to assign, concurrent with that
+		// Create: both succeed, in either order. Either Replace created the
+		// id and Create took another, or Create took it and Replace then
+		// replaced that record.
+		s := open(t)
+		last := mustCreate(t, s, user("A", "a@example.com")).ID()
+		total := 1
+		const rounds = 20
+		for round := range rounds {
+			post := mustValid(t, user("C", fmt.Sprintf("c%d@example.com", round)), resourceapi.ModeCreate)
+			put := mustValid(t, user("P", fmt.Sprintf("p%d@example.com", round)), resourceapi.ModeReplace)
+			id := last + 1
+			var (
+				wg       sync.WaitGroup
+				created  resourceapi.Record
+				replaced bool
+				errs     [2]error
+				gate     = make(chan struct{})
+			)
+			wg.Go(func() {
+				<-gate
+				created, errs[0] = s.Create(timeout(t), users, post)
+			})
+			wg.Go(func() {
+				<-gate
+				_, replaced, errs[1] = s.Replace(timeout(t), users, id, put, nil)
+			})
+			close(gate)
+			wg.Wait()
+			if errs[0] != nil || errs[1] != nil {
+				t.Fatalf("round %d: concurrent Create and Replace(%d) errors = %v, %v; want nil, nil", round, id, errs[0], errs[1])
+			}
+			if replaced {
+				total += 2
+				if created.ID() == id {
+					t.Fatalf("round %d: Create and Replace both report creating id %d", round, id)
+				}
+			} else {
+				total++
+				if created.ID() != id {
+					t.Fatalf("round %d: Replace(%d) replaced a record, but Create took id %d", round, id, created.ID())
+				}
+			}
+			if got := mustGet(t, s, id)["email"]; got != put["email"] {
+				t.Fatalf("round %d: email of %d = %v, want the Replace's %v", round, id, got, put["email"])
+			}
+			if got := mustTotal(t, s); got != total {
+				t.Fatalf("round %d: total = %d, want %d", round, got, total)
+			}
+			last = max(id, created.ID())
+		}
+	})
+
 	t.Run("LastAdminRace", func(t *testing.T) {
 		// Two transactions that each see another admin must not both demote:
 		// a store that checks and writes without serializing ends with none.

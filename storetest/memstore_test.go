@@ -22,7 +22,7 @@ import (
 type memStore struct {
 	mu   sync.Mutex
 	rows map[int64]resourceapi.Record // stored records, password included
-	last int64                        // highest id handed out or taken
+	last int64                        // the last id Create handed out
 	now  resourceapi.Clock
 	bugs map[string]bool
 }
@@ -98,10 +98,20 @@ func (s *memStore) Create(ctx context.Context, res *resourceapi.Resource, rec re
 	if s.bugs["reuse-ids"] {
 		id = int64(len(s.rows)) + 1
 	}
+	for s.rows[id] != nil && !s.bugs["no-skip"] {
+		id++
+	}
+	if s.rows[id] != nil {
+		// Like a store that inserts the next id of its sequence as it is.
+		return nil, resourceapi.Errorf(resourceapi.CodeConflict, "A %s with this id already exists", res.Singular)
+	}
 	if id > resourceapi.MaxID {
 		return nil, resourceapi.Errorf(resourceapi.CodeUnprocessable, "no id left")
 	}
 	out, err := s.insert(res, id, rec)
+	if err == nil && !s.bugs["reuse-ids"] {
+		s.last = id
+	}
 	if err == nil && s.bugs["late-cancel"] {
 		// Like a store that stops waiting for a commit that still happens.
 		s.mu.Unlock()
@@ -137,7 +147,8 @@ func (s *memStore) insert(res *resourceapi.Resource, id int64, rec resourceapi.R
 	now := s.stamp()
 	row["id"], row["created_at"], row["updated_at"] = id, now, now
 	s.rows[id] = row
-	if !s.bugs["reuse-ids"] {
+	if s.bugs["put-moves-sequence"] {
+		// Like AUTOINCREMENT, which goes on after the largest id inserted.
 		s.last = max(s.last, id)
 	}
 	return s.show(res, row), nil
@@ -228,6 +239,16 @@ func (s *memStore) Replace(ctx context.Context, res *resourceapi.Resource, id in
 	cur := s.rows[id]
 	if err := s.check(res, cond, cur); err != nil {
 		return nil, false, err
+	}
+	if cur == nil && s.bugs["racy-replace"] {
+		// Like a store that finds the id absent, then inserts it without
+		// having kept others from doing the same in between.
+		s.mu.Unlock()
+		time.Sleep(time.Millisecond)
+		s.mu.Lock()
+		if s.rows[id] != nil {
+			return nil, false, resourceapi.Errorf(resourceapi.CodeConflict, "A %s with this id already exists", res.Singular)
+		}
 	}
 	if cur == nil {
 		out, err := s.insert(res, id, rec)

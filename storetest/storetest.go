@@ -34,7 +34,12 @@
 //   - A Condition's error is returned as is (the same error value, not
 //     wrapped). Update or Delete of a missing id calls the Condition with nil
 //     or not at all, and returns CodeNotFound or the Condition's error.
-//   - An explicit id given to Replace is never handed out again by Create.
+//   - An explicit id given to Replace is never handed out again by Create, nor
+//     is the id of a deleted record. Replace never moves the ids Create
+//     assigns: after Replace of any id, resourceapi.MaxID included, Create
+//     still succeeds and skips the ids Replace took. (Create fails with
+//     CodeUnprocessable only when no id up to MaxID is free after the ones
+//     it has assigned, which takes 2^53 Creates: the suite cannot reach it.)
 //   - A call that returns an error changed nothing, even when its context ended
 //     while it was under way (decisions §8: a failed request changes
 //     nothing). A context that is already done makes every method fail.

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -94,6 +95,11 @@ func testCreate(t *testing.T, open opener) {
 				t.Fatalf("id of create %d = %d, want > %d", i+1, got.ID(), last)
 			}
 			last = got.ID()
+		}
+		// A deleted record's id is not handed out again either.
+		mustDelete(t, s, last)
+		if got := mustCreate(t, s, user("N", "n@example.com")); got.ID() <= last {
+			t.Fatalf("id of create after deleting %d = %d, want > %d", last, got.ID(), last)
 		}
 	})
 
@@ -288,14 +294,18 @@ func testReplace(t *testing.T, open opener) {
 		_, wall := followsWallClock(t, s, user("W", "w@example.com"))
 		mustStamp(t, got, nil, nil, w, wall, "Replace of an absent id")
 		mustSame(t, mustGet(t, s, id), got, "Get after Replace")
-		last := id
+		last := a.ID()
 		for i := range 3 {
 			next := mustCreate(t, s, user("N", "n"+string(rune('a'+i))+"@example.com"))
+			if next.ID() == id {
+				t.Fatalf("Create after Replace(%d) gave id %d again (an explicit id must not be handed out again)", id, next.ID())
+			}
 			if next.ID() <= last {
-				t.Fatalf("Create after Replace(%d) gave id %d, want > %d (an explicit id must not be handed out again)", id, next.ID(), last)
+				t.Fatalf("Create after Replace(%d) gave id %d, want > %d", id, next.ID(), last)
 			}
 			last = next.ID()
 		}
+		mustSame(t, mustGet(t, s, id), got, "Get after the Creates that followed Replace")
 	})
 
 	t.Run("AbsentIDInsideSequence", func(t *testing.T) {
@@ -566,22 +576,57 @@ func testCondition(t *testing.T, open opener) {
 	}
 }
 
-// testMaxID checks that once Replace has created resourceapi.MaxID, the
-// largest id a JSON client holds exactly, Create fails with
-// CodeUnprocessable and writes nothing, instead of assigning an id no URL can
-// name.
+// testMaxID checks that no single write can stop creation. Replace creates
+// the ids its client gives, up to resourceapi.MaxID, the largest id a JSON
+// client holds exactly, but never moves the ids Create assigns: after a
+// Replace of MaxID, or of a run of ids just ahead of the ones Create would
+// assign next, Create still succeeds, with an id that was free.
 func testMaxID(t *testing.T, open func(t *testing.T) resourceapi.Store) {
-	s := open(t)
-	in := mustValid(t, user("Last", "last@example.com"), resourceapi.ModeReplace)
-	if _, _, err := s.Replace(timeout(t), users, resourceapi.MaxID, in, nil); err != nil {
-		t.Fatalf("Replace(MaxID) error = %v", err)
-	}
-	next := mustValid(t, user("Next", "next@example.com"), resourceapi.ModeCreate)
-	_, err := s.Create(timeout(t), users, next)
-	if got := resourceapi.ErrorCode(err); got != resourceapi.CodeUnprocessable {
-		t.Fatalf("Create after MaxID error = %v (%s), want %s", err, got, resourceapi.CodeUnprocessable)
-	}
-	if got := mustList(t, s, "status", "all").Total; got != 1 {
-		t.Fatalf("%d users after the failed Create, want 1", got)
-	}
+	t.Run("AfterReplaceOfMaxID", func(t *testing.T) {
+		s := open(t)
+		a := mustCreate(t, s, user("A", "a@example.com"))
+		last, created := mustReplace(t, s, resourceapi.MaxID, user("Last", "last@example.com"))
+		if !created {
+			t.Fatalf("Replace(MaxID) created = false, want true")
+		}
+		next := mustCreate(t, s, user("Next", "next@example.com"))
+		if next.ID() <= a.ID() || next.ID() >= resourceapi.MaxID {
+			t.Fatalf("Create after Replace(MaxID) gave id %d, want one between %d and %d", next.ID(), a.ID(), resourceapi.MaxID)
+		}
+		mustSame(t, mustGet(t, s, resourceapi.MaxID), last, "record MaxID after Create")
+		if got := mustTotal(t, s); got != 3 {
+			t.Fatalf("%d users, want 3", got)
+		}
+	})
+
+	t.Run("AfterReplaceOfRunAhead", func(t *testing.T) {
+		// A client that PUTs the ids Create would assign next: Create skips
+		// the whole run, and does not overwrite or conflict with it.
+		s := open(t)
+		a := mustCreate(t, s, user("A", "a@example.com"))
+		const run = 40
+		taken := make(map[int64]resourceapi.Record)
+		for i := range int64(run) {
+			id := a.ID() + 1 + i
+			rec, created := mustReplace(t, s, id, user("R", fmt.Sprintf("r%d@example.com", i)))
+			if !created {
+				t.Fatalf("Replace(%d) created = false, want true", id)
+			}
+			taken[id] = rec
+		}
+		last := a.ID()
+		for i := range 3 {
+			next := mustCreate(t, s, user("N", fmt.Sprintf("n%d@example.com", i)))
+			if taken[next.ID()] != nil || next.ID() <= last {
+				t.Fatalf("Create %d after Replace of ids %d to %d gave id %d, want a free id above %d", i+1, a.ID()+1, a.ID()+run, next.ID(), last)
+			}
+			last = next.ID()
+		}
+		for id, rec := range taken {
+			mustSame(t, mustGet(t, s, id), rec, "record created by Replace, after Creates")
+		}
+		if got, want := mustTotal(t, s), 1+run+3; got != want {
+			t.Fatalf("%d users, want %d", got, want)
+		}
+	})
 }

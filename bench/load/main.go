@@ -8,13 +8,18 @@
 // treat its latencies as service times at the throughput shown, and use a
 // constant-rate tool (vegeta) to measure latency at a fixed offered load.
 //
-//	load -url http://127.0.0.1:8080 -c 64 -d 10s -seed 10000 -scenario get,list,search,create
+//	load -url http://127.0.0.1:8080 -c 64 -d 10s -seed 10000 -scenario get,list,search,create,distinct
 //
 // Seeded users are named "User 00042" with email "user00042@example.com"
 // (five digits, wider past 99999), so the search scenario's q=user0004
 // matches the ten users user00040 to user00049 by email. Users made by the
 // create scenario are "Load <worker>-<n>" with email
 // load-<run>-<worker>-<n>@example.com, which no search substring matches.
+//
+// Scenarios run for -d each, except that distinct, which measures what a
+// server keeps per query it has seen, sends a fixed number of requests
+// (200,000 unless -requests says otherwise), so that the server's memory
+// after it can be compared between runs and machines.
 package main
 
 import (
@@ -35,6 +40,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -58,6 +64,7 @@ type config struct {
 	scenarios []string
 	seed      int
 	users     int
+	requests  int // per scenario; 0: run for duration
 	header    http.Header
 	host      string
 	json      bool
@@ -75,6 +82,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	scenarios := fs.String("scenario", "get", "comma-separated `list` of scenarios: "+strings.Join(scenarioNames(), ", "))
 	fs.IntVar(&c.seed, "seed", 0, "create `N` users first, unless the server already has at least N; 0 seeds nothing")
 	fs.IntVar(&c.users, "users", 0, "how many users the scenarios draw ids and pages from (`N`); default the -seed value, or 10000")
+	fs.IntVar(&c.requests, "requests", 0, "send `N` requests per scenario, however long they take, instead of running for -d; by default distinct sends "+strconv.Itoa(distinctRequests)+" and the others run for -d")
 	c.header = make(http.Header)
 	fs.Func("header", "add header `K:V` to every request (repeatable), for example X-API-Key:secret", func(s string) error {
 		k, v, ok := strings.Cut(s, ":")
@@ -102,8 +110,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("-url %q: want http://host:port", *rawURL)
 	}
 	c.base = strings.TrimSuffix(u.String(), "/")
-	if c.conns < 1 || c.duration <= 0 || c.timeout <= 0 || c.seed < 0 || c.users < 0 {
-		return c, errors.New("-c, -d and -timeout must be positive, -seed and -users not negative")
+	if c.conns < 1 || c.duration <= 0 || c.timeout <= 0 || c.seed < 0 || c.users < 0 || c.requests < 0 {
+		return c, errors.New("-c, -d and -timeout must be positive, -seed, -users and -requests not negative")
 	}
 	for name := range strings.SplitSeq(*scenarios, ",") {
 		if _, ok := scenarioByName[name]; !ok {
@@ -154,6 +162,30 @@ var scenarioByName = map[string]scenario{
 		id := strconv.Itoa(w) + "-" + strconv.Itoa(n)
 		return request{method: "POST", path: "/api/users", body: userJSON("Load "+id, "load-"+run+"-"+id+"@example.com", 30)}
 	},
+	// A search no request of any run has sent before, which matches nobody:
+	// whatever the server keeps per distinct query (cached empty pages)
+	// grows with every request, so the server's memory after a fixed number
+	// of them shows whether that is bounded.
+	"distinct": func(_ *config, run string, w, n int) request {
+		return request{method: "GET", path: "/api/users?q=distinct-" + run + "-" + strconv.Itoa(w) + "-" + strconv.Itoa(n)}
+	},
+}
+
+// distinctRequests is how many requests the distinct scenario sends unless
+// -requests is given: the figure the project tracks (server memory after
+// 200,000 distinct queries).
+const distinctRequests = 200_000
+
+// requestsOf returns how many requests scenario name sends, 0 when it runs
+// for c.duration instead.
+func requestsOf(c *config, name string) int {
+	switch {
+	case c.requests > 0:
+		return c.requests
+	case name == "distinct":
+		return distinctRequests
+	}
+	return 0
 }
 
 func scenarioNames() []string {
@@ -355,12 +387,21 @@ type worker struct {
 	errors   map[string]int64
 }
 
-// load runs scenario name with c.conns workers for c.duration.
+// load runs scenario name with c.conns workers, for c.duration or until they
+// have sent the scenario's number of requests (requestsOf).
 func load(ctx context.Context, c *config, client *http.Client, name, runID string) result {
 	next := scenarioByName[name]
 	workers := make([]*worker, c.conns)
 	start := time.Now()
 	deadline := start.Add(c.duration)
+	total := int64(requestsOf(c, name))
+	var issued atomic.Int64
+	more := func() bool {
+		if total > 0 {
+			return issued.Add(1) <= total
+		}
+		return time.Now().Before(deadline)
+	}
 	var wg sync.WaitGroup
 	for w := range workers {
 		wk := &worker{errors: make(map[string]int64)}
@@ -369,7 +410,7 @@ func load(ctx context.Context, c *config, client *http.Client, name, runID strin
 			// A request under way at the deadline is allowed to finish (within
 			// -timeout) rather than cancelled, so the end of a run does not
 			// manufacture errors; elapsed time includes it.
-			for n := 0; ctx.Err() == nil && time.Now().Before(deadline); n++ {
+			for n := 0; ctx.Err() == nil && more(); n++ {
 				r := next(c, runID, w, n)
 				t0 := time.Now()
 				status, err := do(ctx, c, client, r)

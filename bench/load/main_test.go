@@ -6,8 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -130,6 +132,53 @@ func TestScenarios(t *testing.T) {
 	}
 }
 
+// TestDistinct checks that the distinct scenario sends the number of
+// requests it is given, however short -d is, each with a q never sent
+// before.
+func TestDistinct(t *testing.T) {
+	f, srv := newFakeServer(t)
+	run := func() result {
+		t.Helper()
+		res := mustRun(t, "-url", srv.URL, "-c", "4", "-d", "1ns", "-requests", "250", "-header", "X-API-Key: secret",
+			"-json", "-scenario", "distinct")
+		if len(res) != 1 || res[0].Scenario != "distinct" {
+			t.Fatalf("results = %+v, want one for distinct", res)
+		}
+		return res[0]
+	}
+	for range 2 { // a second run sends none of the first run's queries
+		if res := run(); res.Requests != 250 || res.Errors != 0 {
+			t.Errorf("distinct: %d requests, %d errors; want 250 and none", res.Requests, res.Errors)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	seen := make(map[string]bool)
+	for _, q := range f.queries {
+		v, err := url.ParseQuery(q)
+		if err != nil || len(v) != 1 || !strings.HasPrefix(v.Get("q"), "distinct-") || seen[q] {
+			t.Fatalf("query %q: want only q=distinct-..., never repeated", q)
+		}
+		seen[q] = true
+	}
+	if len(seen) != 500 {
+		t.Errorf("server saw %d distinct queries, want 500", len(seen))
+	}
+
+	// Without -requests, distinct alone is bounded by count; the others
+	// run for -d.
+	c, err := parseFlags([]string{"-scenario", "distinct,get"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := requestsOf(&c, "distinct"), 200_000; got != want {
+		t.Errorf("distinct sends %d requests by default, want %d", got, want)
+	}
+	if got := requestsOf(&c, "get"); got != 0 {
+		t.Errorf("get sends %d requests by default, want 0 (runs for -d)", got)
+	}
+}
+
 func TestErrorsByStatus(t *testing.T) {
 	_, srv := newFakeServer(t)
 	// No seed and no key: every request is a 401.
@@ -152,6 +201,7 @@ func TestFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-scenario", "bogus"},
 		{"-c", "0"},
+		{"-requests", "-1"},
 		{"-url", "127.0.0.1:8080"},
 		{"-header", "novalue"},
 		{"extra"},

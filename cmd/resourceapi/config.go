@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -11,18 +12,23 @@ import (
 // config is every setting of the program. It is read from the environment
 // here and only here.
 type config struct {
-	Addr            string        // RESOURCEAPI_ADDR
-	DatabaseURL     string        // RESOURCEAPI_DATABASE_URL: postgres://... or a SQLite path
-	SQLiteSync      string        // RESOURCEAPI_SQLITE_SYNC: full or normal
-	SQLiteCache     int           // RESOURCEAPI_SQLITE_CACHE: records cached by id; 0 turns the cache off
-	AdminEmail      string        // RESOURCEAPI_ADMIN_EMAIL
-	AdminPassword   string        // RESOURCEAPI_ADMIN_PASSWORD
-	Vendor          string        // RESOURCEAPI_API_VENDOR
-	CORSOrigins     []string      // RESOURCEAPI_CORS_ORIGINS, comma-separated
-	LogLevel        slog.Level    // RESOURCEAPI_LOG_LEVEL: debug, info, warn, error
-	LogFormat       string        // RESOURCEAPI_LOG_FORMAT: text or json
-	AccessLog       bool          // RESOURCEAPI_ACCESS_LOG
-	ShutdownTimeout time.Duration // RESOURCEAPI_SHUTDOWN_TIMEOUT
+	Addr            string         // RESOURCEAPI_ADDR
+	DatabaseURL     string         // RESOURCEAPI_DATABASE_URL: postgres://... or a SQLite path
+	SQLiteSync      string         // RESOURCEAPI_SQLITE_SYNC: full or normal
+	SQLiteCache     int            // RESOURCEAPI_SQLITE_CACHE: records cached by id; 0 turns the cache off
+	AdminEmail      string         // RESOURCEAPI_ADMIN_EMAIL
+	AdminPassword   string         // RESOURCEAPI_ADMIN_PASSWORD
+	Vendor          string         // RESOURCEAPI_API_VENDOR
+	CORSOrigins     []string       // RESOURCEAPI_CORS_ORIGINS, comma-separated
+	LogLevel        slog.Level     // RESOURCEAPI_LOG_LEVEL: debug, info, warn, error
+	LogFormat       string         // RESOURCEAPI_LOG_FORMAT: text or json
+	AccessLog       bool           // RESOURCEAPI_ACCESS_LOG
+	ShutdownTimeout time.Duration  // RESOURCEAPI_SHUTDOWN_TIMEOUT
+	JWTSecret       string         // RESOURCEAPI_JWT_SECRET: at least 32 bytes; else generated once and kept in the database
+	RateLimit       int            // RESOURCEAPI_RATE_LIMIT: requests per window per caller; 0 disables
+	RateWindow      time.Duration  // RESOURCEAPI_RATE_WINDOW
+	RedisURL        string         // RESOURCEAPI_REDIS_URL: shared rate limits (and events) between instances
+	TrustedProxies  []netip.Prefix // RESOURCEAPI_TRUSTED_PROXIES: comma-separated addresses or CIDR prefixes
 }
 
 // defaultSQLitePath is where the embedded database lives when no database is
@@ -40,6 +46,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		LogFormat:       "text",
 		AccessLog:       true,
 		ShutdownTimeout: 30 * time.Second,
+		RateLimit:       600,
+		RateWindow:      time.Minute,
 	}
 	var errs []string
 	str := func(name string, dst *string) {
@@ -51,7 +59,45 @@ func loadConfig(getenv func(string) string) (config, error) {
 	str("RESOURCEAPI_DATABASE_URL", &cfg.DatabaseURL)
 	str("RESOURCEAPI_ADMIN_EMAIL", &cfg.AdminEmail)
 	str("RESOURCEAPI_API_VENDOR", &cfg.Vendor)
+	str("RESOURCEAPI_REDIS_URL", &cfg.RedisURL)
 	cfg.AdminPassword = getenv("RESOURCEAPI_ADMIN_PASSWORD")
+	if v := getenv("RESOURCEAPI_JWT_SECRET"); v != "" {
+		if len(v) < 32 {
+			errs = append(errs, "RESOURCEAPI_JWT_SECRET must be at least 32 bytes (for example: openssl rand -base64 48)")
+		}
+		cfg.JWTSecret = v
+	}
+	if v := getenv("RESOURCEAPI_RATE_LIMIT"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			errs = append(errs, "RESOURCEAPI_RATE_LIMIT must be a number of requests, 0 or more (0 disables rate limiting)")
+		}
+		cfg.RateLimit = n
+	}
+	if v := getenv("RESOURCEAPI_RATE_WINDOW"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			errs = append(errs, "RESOURCEAPI_RATE_WINDOW must be a duration of at least 1s, such as 60s")
+		}
+		cfg.RateWindow = d
+	}
+	if v := getenv("RESOURCEAPI_TRUSTED_PROXIES"); v != "" {
+		for p := range strings.SplitSeq(v, ",") {
+			if p = strings.TrimSpace(p); p == "" {
+				continue
+			}
+			prefix, err := netip.ParsePrefix(p)
+			if err != nil {
+				addr, aerr := netip.ParseAddr(p)
+				if aerr != nil {
+					errs = append(errs, fmt.Sprintf("RESOURCEAPI_TRUSTED_PROXIES: %q is not an address or CIDR prefix", p))
+					continue
+				}
+				prefix = netip.PrefixFrom(addr.Unmap(), addr.Unmap().BitLen())
+			}
+			cfg.TrustedProxies = append(cfg.TrustedProxies, prefix.Masked())
+		}
+	}
 
 	if v := getenv("RESOURCEAPI_SQLITE_SYNC"); v != "" {
 		switch strings.ToLower(v) {

@@ -38,9 +38,15 @@ type process struct {
 	cmd    *exec.Cmd
 	URL    string
 	stderr *bytes.Buffer
+	// Key is the API key of the admin the first start on a database
+	// created and printed; "" on later starts.
+	Key string
 }
 
-var listening = regexp.MustCompile(`msg=listening addr=(\S+)`)
+var (
+	listening  = regexp.MustCompile(`msg=listening addr=(\S+)`)
+	printedKey = regexp.MustCompile(`API key:\s+(rak_\S+)`)
+)
 
 // mustStart starts the binary with env added to a minimal environment and
 // waits until it listens.
@@ -52,7 +58,8 @@ func mustStart(t *testing.T, env ...string) *process {
 	}
 	cmd := exec.Command(bin)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "RESOURCEAPI_ADDR=127.0.0.1:0",
-		"RESOURCEAPI_ACCESS_LOG=false", "RESOURCEAPI_ADMIN_PASSWORD=correct horse battery"}, env...)
+		"RESOURCEAPI_ACCESS_LOG=false", "RESOURCEAPI_ADMIN_PASSWORD=correct horse battery",
+		"RESOURCEAPI_RATE_LIMIT=0"}, env...)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -68,6 +75,9 @@ func mustStart(t *testing.T, env ...string) *process {
 		for sc.Scan() {
 			line := sc.Text()
 			p.stderr.WriteString(line + "\n")
+			if m := printedKey.FindStringSubmatch(line); m != nil {
+				p.Key = m[1]
+			}
 			if m := listening.FindStringSubmatch(line); m != nil {
 				addr <- m[1]
 			}
@@ -84,6 +94,19 @@ func mustStart(t *testing.T, env ...string) *process {
 		t.Fatalf("server did not listen within a minute:\n%s", p.stderr)
 	}
 	return p
+}
+
+// do sends a request with the API key key.
+func (p *process) do(method, path, body, key string) (*http.Response, error) {
+	req, err := http.NewRequest(method, p.URL+path, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("X-API-Key", key)
+	return http.DefaultClient.Do(req)
 }
 
 func (p *process) kill() {
@@ -107,6 +130,10 @@ func TestDurability(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			db := "RESOURCEAPI_DATABASE_URL=" + database(t)
 			srv := mustStart(t, db)
+			key := srv.Key
+			if key == "" {
+				t.Fatalf("the first start printed no API key:\n%s", srv.stderr)
+			}
 
 			const writers, perWriter = 8, 40
 			var mu sync.Mutex
@@ -117,7 +144,7 @@ func TestDurability(t *testing.T) {
 					for i := range perWriter {
 						email := fmt.Sprintf("durable-%d-%d@example.com", w, i)
 						body := fmt.Sprintf(`{"name":"Durable %d %d","email":%q}`, w, i, email)
-						resp, err := http.Post(srv.URL+"/api/users", "application/json", strings.NewReader(body))
+						resp, err := srv.do("POST", "/api/users", body, key)
 						if err != nil {
 							t.Errorf("POST: %v", err)
 							return
@@ -143,7 +170,7 @@ func TestDurability(t *testing.T) {
 
 			srv = mustStart(t, db)
 			for id, email := range acked {
-				resp, err := http.Get(fmt.Sprintf("%s/api/users/%d", srv.URL, id))
+				resp, err := srv.do("GET", fmt.Sprintf("/api/users/%d", id), "", key)
 				if err != nil {
 					t.Fatal(err)
 				}

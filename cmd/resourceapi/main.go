@@ -50,6 +50,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]
 	}
+	switch cmd {
+	case "user", "apikey", "client":
+		return manage(ctx, cfg, cmd, args, stdin, stdout, stderr)
+	}
 	if len(args) > 0 {
 		return usageError(fmt.Sprintf("%s takes no arguments; configuration comes from RESOURCEAPI_* variables", cmd))
 	}
@@ -65,10 +69,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	return usageError(fmt.Sprintf("unknown command %q\n%s", cmd, usage))
 }
 
-const usage = `usage: resourceapi [serve | migrate | help]
+const usage = `usage: resourceapi [command]
 
-  serve     run the server (default)
-  migrate   bring the database schema up to date and exit
+  serve       run the server (the default)
+  migrate     bring the database schema up to date and exit
 
-Configuration is read from RESOURCEAPI_* environment variables (see README).
+  user create --email E --name N [--role R]... [--permission P]... [--password-stdin]
+  apikey create --user <email> [--name N]      prints the key, once, on its last line
+  apikey list [--user <email>]
+  apikey revoke <id>...
+  client create --name N --grant G... [--redirect-uri U]... [--public]
+                                               prints client_id: and client_secret:
+
+The management commands work on the configured database, also while a
+server runs on it. Configuration is read from RESOURCEAPI_* environment
+variables (see README).
 `

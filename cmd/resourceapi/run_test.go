@@ -83,6 +83,64 @@ func TestMigrate(t *testing.T) {
 	}
 }
 
+// TestMigrateFreshDirectory runs migrate where the database's directory does
+// not exist yet, as the default ./data/resourceapi.db in a fresh checkout.
+func TestMigrateFreshDirectory(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "data", "resourceapi.db")
+	var out, errOut bytes.Buffer
+	kv := map[string]string{"RESOURCEAPI_DATABASE_URL": db}
+	if err := run(context.Background(), []string{"migrate"}, env(kv), nil, &out, &errOut); err != nil {
+		t.Fatalf("migrate in a fresh directory: %v\n%s", err, errOut.String())
+	}
+}
+
+// TestMigrateWhileServing checks that migrate refuses a SQLite file that a
+// server holds, with a message that says so, and works once it has stopped.
+func TestMigrateWhileServing(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "s.db")
+	kv := map[string]string{"RESOURCEAPI_DATABASE_URL": db, "RESOURCEAPI_ADDR": "127.0.0.1:0"}
+	stop := mustServe(t, kv)
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"migrate"}, env(kv), nil, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "in use by another resourceapi process") {
+		t.Fatalf("migrate while serving = %v, want an error saying the database is in use", err)
+	}
+	stop()
+	if err := run(context.Background(), []string{"migrate"}, env(kv), nil, &out, &errOut); err != nil {
+		t.Fatalf("migrate after the server stopped: %v\n%s", err, errOut.String())
+	}
+}
+
+// mustServe runs the server in-process with kv as its environment until it
+// listens, and returns a function that stops it and returns what it logged.
+func mustServe(t *testing.T, kv map[string]string) (stop func() string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var errOut syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, nil, env(kv), nil, &bytes.Buffer{}, &errOut) }()
+	for !strings.Contains(errOut.String(), "msg=listening") {
+		select {
+		case err := <-done:
+			cancel()
+			t.Fatalf("serve returned %v before listening:\n%s", err, errOut.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	var once sync.Once
+	stop = func() string {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("serve after shutdown = %v, want nil\n%s", err, errOut.String())
+			}
+		})
+		return errOut.String()
+	}
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
 // TestServeBootstrapAndShutdown starts the server in-process twice on one
 // database: the first start creates the admin and prints its generated
 // password, the second does neither; each stops cleanly when its context ends.
@@ -91,23 +149,11 @@ func TestServeBootstrapAndShutdown(t *testing.T) {
 	kv := map[string]string{"RESOURCEAPI_DATABASE_URL": db, "RESOURCEAPI_ADDR": "127.0.0.1:0"}
 	start := func() string {
 		t.Helper()
-		ctx, cancel := context.WithCancel(context.Background())
-		var errOut syncBuffer
-		done := make(chan error, 1)
-		go func() { done <- run(ctx, nil, env(kv), nil, &bytes.Buffer{}, &errOut) }()
-		for !strings.Contains(errOut.String(), "msg=listening") {
-			select {
-			case err := <-done:
-				cancel()
-				t.Fatalf("serve returned %v before listening:\n%s", err, errOut.String())
-			case <-time.After(10 * time.Millisecond):
-			}
+		out := mustServe(t, kv)()
+		if t.Failed() {
+			t.FailNow()
 		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatalf("serve after shutdown = %v, want nil\n%s", err, errOut.String())
-		}
-		return errOut.String()
+		return out
 	}
 	before := runtime.NumGoroutine()
 	first := start()
@@ -126,21 +172,5 @@ func TestServeBootstrapAndShutdown(t *testing.T) {
 			t.Fatalf("%d goroutines after shutdown, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
 		}
 		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func TestBufferedWriterFlushes(t *testing.T) {
-	var out syncBuffer
-	w := newBufferedWriter(&out)
-	w.Write([]byte("one\n"))
-	for !strings.Contains(out.String(), "one") { // the ticker flushes it
-		time.Sleep(10 * time.Millisecond)
-	}
-	w.Write([]byte("two\n"))
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if got := out.String(); got != "one\ntwo\n" {
-		t.Fatalf("written = %q, want %q", got, "one\ntwo\n")
 	}
 }

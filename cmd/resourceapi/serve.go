@@ -17,9 +17,12 @@ import (
 	"github.com/resourceapi/resourceapi/sqlite"
 )
 
-// store is a resourceapi.Store that holds connections to release.
+// store is what the program needs of a database: resources, identities,
+// and connections to release.
 type store interface {
 	resourceapi.Store
+	resourceapi.IdentityStore
+	resourceapi.FirstCreator
 	Close() error
 }
 
@@ -29,6 +32,15 @@ func newLogger(cfg config, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// openStoreBeside opens the configured database for a management command,
+// which may run beside a server (see sqlite.Options.Beside).
+func openStoreBeside(ctx context.Context, cfg config) (store, error) {
+	if cfg.postgres() {
+		return postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{MaxConns: 2})
+	}
+	return sqlite.Open(ctx, cfg.sqlitePath(), sqlite.Options{Beside: true})
 }
 
 // openStore opens and migrates the configured database.
@@ -63,6 +75,11 @@ func migrate(ctx context.Context, cfg config, stderr io.Writer) error {
 }
 
 func serve(ctx context.Context, cfg config, stderr io.Writer) error {
+	// Everything serve writes to stderr goes through one writer, so that the
+	// lines of the main logger and of the buffered access log never splice.
+	out := newLogWriter(stderr, logBufferSize, flushInterval)
+	defer out.Close()
+	stderr = out.Unbuffered()
 	log := newLogger(cfg, stderr)
 	db, err := openStore(ctx, cfg)
 	if err != nil {
@@ -74,22 +91,29 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		}
 	}()
 	hasher := argon2id.New()
-	if err := bootstrapAdmin(ctx, cfg, db, hasher, stderr); err != nil {
+	service := resourceapi.NewService(db, hasher)
+	if err := bootstrapAdmin(ctx, cfg, service, stderr); err != nil {
 		return err
 	}
+	id, err := newIdentity(ctx, cfg, db, hasher, log)
+	if err != nil {
+		return err
+	}
+	defer id.Close()
 
 	var accessLog *slog.Logger
 	if cfg.AccessLog {
-		w := newBufferedWriter(stderr)
-		defer w.Close()
-		accessLog = newLogger(cfg, w)
+		accessLog = newLogger(cfg, out)
 	}
 	api := http.NewServer(http.Config{
-		Service:     resourceapi.NewService(db, hasher),
-		Logger:      log,
-		AccessLog:   accessLog,
-		Vendor:      cfg.Vendor,
-		CORSOrigins: cfg.CORSOrigins,
+		Service:        service,
+		Auth:           id.auth,
+		RateLimiter:    id.limiter,
+		TrustedProxies: cfg.TrustedProxies,
+		Logger:         log,
+		AccessLog:      accessLog,
+		Vendor:         cfg.Vendor,
+		CORSOrigins:    cfg.CORSOrigins,
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
