@@ -5,7 +5,7 @@
 -- lower-cased client_id under UNIQUE, as users.email_key; codes and refresh
 -- tokens reference it.
 CREATE TABLE oauth_clients (
-    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    id            INTEGER PRIMARY KEY, -- assigned from sequences (00002)
     client_id     TEXT    NOT NULL,
     client_id_key TEXT    NOT NULL UNIQUE,
     name          TEXT    NOT NULL,
