@@ -34,7 +34,8 @@ func chromium() string {
 // redirect to the client, and exchanges the code with x/oauth2. The client's
 // redirect URI is on another origin than the page (localhost against
 // 127.0.0.1, both this test's server), so the page's Content-Security-Policy
-// must let the form's redirect through. The browser may make no request
+// must let the form's redirect through. The token then reads the user over
+// the REST API. The browser may make no request
 // outside the test server and log no error (a CSP violation included).
 func TestBrowser(t *testing.T) {
 	path := chromium()
@@ -140,6 +141,7 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("Exchange: %v", err)
 	}
 	e.mustVerify(t, tok.AccessToken, e.owner.ID(), "Ada Lovelace")
+	e.mustCallAPI(t, tok.AccessToken, e.owner.ID())
 
 	mu.Lock()
 	defer mu.Unlock()

@@ -21,6 +21,7 @@ import (
 
 	"github.com/resourceapi/resourceapi"
 	"github.com/resourceapi/resourceapi/argon2id"
+	apihttp "github.com/resourceapi/resourceapi/http"
 	"github.com/resourceapi/resourceapi/oauth"
 	"github.com/resourceapi/resourceapi/postgres"
 	"github.com/resourceapi/resourceapi/postgres/pgtest"
@@ -113,9 +114,11 @@ func newEnv(t *testing.T, open func(t *testing.T, now resourceapi.Clock) store) 
 	e := &env{clock: clock, store: st, svc: resourceapi.NewService(st, hasher), tokens: tokens, guess: guess}
 	srv := oauth.NewServer(oauth.Config{Store: st, Auth: auth, Tokens: tokens, Now: clock.Now,
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
+	// The service's own HTTP server mounts the authorization server, as in
+	// production; /callback stands in for a client application.
+	api := apihttp.NewServer(apihttp.Config{Service: e.svc, Auth: auth, OAuth: srv.Handler()})
 	mux := http.NewServeMux()
-	mux.Handle("/oauth/", srv.Handler())
-	mux.Handle("/.well-known/oauth-authorization-server", srv.Handler())
+	mux.Handle("/", api.Handler())
 	mux.HandleFunc("GET /callback", func(w http.ResponseWriter, r *http.Request) {
 		e.mu.Lock()
 		e.callbacks = append(e.callbacks, r.URL.Query())
@@ -204,6 +207,28 @@ func (e *env) mustVerify(t *testing.T, tok string, id int64, name string) {
 	want := resourceapi.Claims{Subject: itoa(id), Name: name, IssuedAt: now, ExpiresAt: now.Add(resourceapi.AccessTokenTTL)}
 	if c.Subject != want.Subject || c.Name != want.Name || !c.IssuedAt.Equal(want.IssuedAt) || !c.ExpiresAt.Equal(want.ExpiresAt) {
 		t.Fatalf("claims = %+v, want %+v", c, want)
+	}
+}
+
+// mustCallAPI reads user id over the REST API with the access token, as a
+// client of the token would.
+func (e *env) mustCallAPI(t *testing.T, tok string, id int64) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), "GET", e.base+"/api/users/"+itoa(id), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var user struct {
+		ID int64 `json:"id"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&user); err != nil || resp.StatusCode != 200 || user.ID != id {
+		t.Fatalf("GET /api/users/%d with the token = %d, id %d, %v; want 200 and the user", id, resp.StatusCode, user.ID, err)
 	}
 }
 
