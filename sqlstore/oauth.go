@@ -78,7 +78,7 @@ func (s *Store) Client(ctx context.Context, clientID string) (resourceapi.OAuthC
 // SaveCode implements resourceapi.OAuthStore. It purges codes that expired
 // more than oauthKeep ago.
 func (s *Store) SaveCode(ctx context.Context, c resourceapi.AuthorizationCode) error {
-	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		if err := s.purge(ctx, tx, "oauth_codes", "hash"); err != nil {
 			return err
 		}
@@ -99,7 +99,7 @@ func (s *Store) SaveCode(ctx context.Context, c resourceapi.AuthorizationCode) e
 func (s *Store) ConsumeCode(ctx context.Context, hash string, now time.Time) (resourceapi.AuthorizationCode, error) {
 	var code resourceapi.AuthorizationCode
 	var outcome error
-	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		// The writer may run fn again (sqlite retries a failed batch), so it
 		// starts from nothing each time.
 		code, outcome = resourceapi.AuthorizationCode{}, nil
@@ -166,7 +166,7 @@ func (s *Store) revokeFamily(ctx context.Context, tx Querier, family, clientID s
 // saved. It purges families and tokens that expired more than oauthKeep
 // ago.
 func (s *Store) SaveRefreshToken(ctx context.Context, t resourceapi.RefreshToken) error {
-	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		if err := s.purge(ctx, tx, "oauth_refresh_families", "family"); err != nil {
 			return err
 		}
@@ -224,7 +224,7 @@ func (s *Store) insertRefreshToken(ctx context.Context, tx Querier, t resourceap
 func (s *Store) RotateRefreshToken(ctx context.Context, old string, next resourceapi.RefreshToken, now time.Time) (resourceapi.RefreshToken, error) {
 	var prev resourceapi.RefreshToken
 	var outcome error
-	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		// The writer may run fn again (sqlite retries a failed batch), so it
 		// starts from nothing each time.
 		prev, outcome = resourceapi.RefreshToken{}, nil
@@ -294,7 +294,7 @@ func (s *Store) RotateRefreshToken(ctx context.Context, old string, next resourc
 
 // RevokeRefreshToken implements resourceapi.OAuthStore.
 func (s *Store) RevokeRefreshToken(ctx context.Context, hash, clientID string, now time.Time) error {
-	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		q := s.newQuery()
 		q.WriteString("UPDATE oauth_refresh_families SET revoked_at = " + q.Arg(now) +
 			" WHERE revoked_at IS NULL AND family = (SELECT family FROM oauth_refresh_tokens WHERE hash = " +
@@ -333,7 +333,7 @@ func (s *Store) purge(ctx context.Context, tx Querier, table, key string) error 
 // READ COMMITTED) sees the value that won.
 func (s *Store) Setting(ctx context.Context, name, value string) (string, error) {
 	var got string
-	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		q := s.newQuery()
 		q.WriteString("INSERT INTO settings (name, value) VALUES (" + q.Arg(name) + ", " + q.Arg(value) + ") ON CONFLICT (name) DO NOTHING")
 		if _, err := tx.ExecContext(ctx, q.String(), q.args...); err != nil {

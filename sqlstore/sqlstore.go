@@ -83,13 +83,25 @@ type Reader interface {
 	Read(ctx context.Context, fn func(ctx context.Context, q Querier) error) error
 }
 
+// Tx is the write transaction a Writer hands to fn.
+type Tx interface {
+	Querier
+	// AfterEnd registers f to run once the transaction has ended, committed
+	// or rolled back, before Write returns to any caller. It runs exactly
+	// once for every call, even when fn failed, or when the writer runs fn
+	// again in a new transaction (then the new run registers its own).
+	AfterEnd(f func())
+}
+
 // Writer runs fn in a write transaction and commits it. It returns fn's error
 // (with nothing committed) or the commit's. fn must use the context it is
 // given for its statements, not the caller's: a writer may share the
 // transaction with other callers (package sqlite groups commits), and one
-// caller's cancellation must not interrupt the others' writes.
+// caller's cancellation must not interrupt the others' writes. A writer may
+// run fn more than once, each time in a new transaction of which only the
+// last can commit.
 type Writer interface {
-	Write(ctx context.Context, fn func(ctx context.Context, q Querier) error) error
+	Write(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
 }
 
 // DB is the Reader and Writer of a server database reached through a
@@ -104,23 +116,37 @@ func (db DB) Read(ctx context.Context, fn func(ctx context.Context, q Querier) e
 // Write implements Writer. The caller's context can end the write up to the
 // commit, but not the commit itself: a commit cancelled in flight may or may
 // not have happened, and the caller must always know which.
-func (db DB) Write(ctx context.Context, fn func(ctx context.Context, q Querier) error) error {
-	tx, err := db.BeginTx(context.WithoutCancel(ctx), nil)
+func (db DB) Write(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
+	sqlTx, err := db.BeginTx(context.WithoutCancel(ctx), nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	defer tx.Rollback()
+	tx := &dbTx{Tx: sqlTx}
+	defer func() {
+		sqlTx.Rollback() // after a commit, a no-op
+		for _, f := range tx.after {
+			f()
+		}
+	}()
 	if err := fn(ctx, tx); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := sqlTx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
 }
+
+// dbTx is DB's Tx.
+type dbTx struct {
+	*sql.Tx
+	after []func()
+}
+
+func (tx *dbTx) AfterEnd(f func()) { tx.after = append(tx.after, f) }
 
 // Store implements resourceapi.Store on a SQL database.
 type Store struct {
@@ -128,7 +154,7 @@ type Store struct {
 	writer  Writer
 	dialect Dialect
 	now     resourceapi.Clock
-	cache   *recordCache
+	cache   *cache
 }
 
 var _ resourceapi.Store = (*Store)(nil)
@@ -140,9 +166,19 @@ type Config struct {
 	Dialect Dialect
 	// Now is the clock; nil is time.Now.
 	Now resourceapi.Clock
-	// CacheRecords, when positive, caches up to that many records by id. Set
-	// it only when this Store is the database's only writer.
+	// CacheRecords, when positive, caches up to that many entries (records
+	// by id, and list pages), whose estimated sizes add up to at most
+	// EntryBytes each on average. Set it only when every commit to the
+	// database either goes through this Store or is reported by
+	// ForeignCommits.
 	CacheRecords int
+	// ForeignCommits, when not nil, reports the commits made to the database
+	// without this Store (another process writing the SQLite file). It
+	// returns a count that grows with them, and must have counted every such
+	// commit that completed before it was called; ok false means it cannot
+	// tell now, and the read is answered by the database, uncached. Every
+	// read of the cache calls it first, from any goroutine.
+	ForeignCommits func() (count uint64, ok bool)
 }
 
 // New returns a Store for cfg.
@@ -151,17 +187,24 @@ func New(cfg Config) *Store {
 	if now == nil {
 		now = time.Now
 	}
+	cache := newCache(cfg.CacheRecords)
+	if cache != nil {
+		cache.foreign = cfg.ForeignCommits
+	}
 	return &Store{
 		reader:  cfg.Reader,
 		writer:  cfg.Writer,
 		dialect: cfg.Dialect,
 		now:     now,
-		cache:   newRecordCache(cfg.CacheRecords),
+		cache:   cache,
 	}
 }
 
 // Ping implements resourceapi.Store.
 func (s *Store) Ping(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("ping: %w", err)
+	}
 	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
 		var one int
 		return q.QueryRowContext(ctx, "SELECT 1").Scan(&one)
@@ -174,14 +217,22 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // List implements resourceapi.Store.
 func (s *Store) List(ctx context.Context, res *resourceapi.Resource, lq resourceapi.ListQuery) (resourceapi.Page, error) {
+	// A done context fails every call, even one the cache could answer.
+	if err := ctx.Err(); err != nil {
+		return resourceapi.Page{}, fmt.Errorf("list %s: %w", res.Name, err)
+	}
 	if err := lq.Check(res); err != nil {
 		return resourceapi.Page{}, err
 	}
-	key := listKey(lq)
-	page, ok, gen := s.cache.getPage(res, key)
-	if ok {
-		return page, nil
+	var key string
+	if s.cache != nil {
+		key = listKey(lq)
 	}
+	cached, ok, fill := s.cache.page(res, key)
+	if ok {
+		return cached, nil
+	}
+	var page resourceapi.Page // declared here, so that a hit allocates nothing
 	// One statement reads the page and its total, so they always agree
 	// without a transaction's round trips.
 	err := s.reader.Read(ctx, func(ctx context.Context, tx Querier) error {
@@ -192,7 +243,7 @@ func (s *Store) List(ctx context.Context, res *resourceapi.Resource, lq resource
 	if err != nil {
 		return resourceapi.Page{}, fmt.Errorf("list %s: %w", res.Name, err)
 	}
-	s.cache.putPage(res, key, page, gen)
+	s.cache.storePage(res, key, fill, page)
 	return page, nil
 }
 
@@ -294,10 +345,14 @@ func keptCount(lq resourceapi.ListQuery) bool {
 
 // Get implements resourceapi.Store.
 func (s *Store) Get(ctx context.Context, res *resourceapi.Resource, id int64) (resourceapi.Record, error) {
-	rec, gen := s.cache.get(res, id)
-	if rec != nil {
-		return rec, nil
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("get %s %d: %w", res.Singular, id, err)
 	}
+	cached, fill := s.cache.record(res, id)
+	if cached != nil {
+		return cached, nil
+	}
+	var rec resourceapi.Record // declared here, so that a hit allocates nothing
 	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
 		var err error
 		rec, err = s.get(ctx, q, res, id, "")
@@ -309,7 +364,7 @@ func (s *Store) Get(ctx context.Context, res *resourceapi.Resource, id int64) (r
 	if rec == nil {
 		return nil, notFound(res)
 	}
-	s.cache.put(res, rec, gen)
+	s.cache.storeRecord(res, fill, rec)
 	return rec, nil
 }
 
@@ -328,12 +383,14 @@ func (s *Store) get(ctx context.Context, db Querier, res *resourceapi.Resource, 
 // Create implements resourceapi.Store.
 func (s *Store) Create(ctx context.Context, res *resourceapi.Resource, rec resourceapi.Record) (resourceapi.Record, error) {
 	var out resourceapi.Record
-	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		var err error
-		out, err = s.create(ctx, tx, res, rec)
-		return err
+		if out, err = s.create(ctx, tx, res, rec); err != nil {
+			return err
+		}
+		s.changed(tx, change{res: res, id: out.ID()})
+		return nil
 	})
-	s.cache.invalidate(res, 0)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", res.Singular, err)
 	}
@@ -351,7 +408,7 @@ func (s *Store) CreateFirst(ctx context.Context, res *resourceapi.Resource, rec 
 		return nil, false, fmt.Errorf("create first %s: the record does not hold %s", res.Singular, res.Retain.Value)
 	}
 	var out resourceapi.Record
-	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		if err := s.dialect.LockRetain(ctx, tx, res); err != nil {
 			return fmt.Errorf("lock: %w", err)
 		}
@@ -359,10 +416,12 @@ func (s *Store) CreateFirst(ctx context.Context, res *resourceapi.Resource, rec 
 		if err != nil || n > 0 {
 			return err
 		}
-		out, err = s.create(ctx, tx, res, rec)
-		return err
+		if out, err = s.create(ctx, tx, res, rec); err != nil {
+			return err
+		}
+		s.changed(tx, change{res: res, id: out.ID()})
+		return nil
 	})
-	s.cache.invalidate(res, 0)
 	if err != nil {
 		return nil, false, fmt.Errorf("create first %s: %w", res.Singular, err)
 	}
@@ -373,7 +432,7 @@ func (s *Store) CreateFirst(ctx context.Context, res *resourceapi.Resource, rec 
 func (s *Store) Replace(ctx context.Context, res *resourceapi.Resource, id int64, rec resourceapi.Record, cond resourceapi.Condition) (resourceapi.Record, bool, error) {
 	var out resourceapi.Record
 	var created bool
-	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		cur, err := s.current(ctx, tx, res, id, rec, cond, true)
 		if err != nil {
 			return err
@@ -384,9 +443,12 @@ func (s *Store) Replace(ctx context.Context, res *resourceapi.Resource, id int64
 		} else {
 			out, err = s.update(ctx, tx, res, cur, rec)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		s.changed(tx, change{res: res, id: id})
+		return nil
 	})
-	s.cache.invalidate(res, id)
 	if err != nil {
 		return nil, false, wrap(err, "replace %s %d", res.Singular, id)
 	}
@@ -396,7 +458,7 @@ func (s *Store) Replace(ctx context.Context, res *resourceapi.Resource, id int64
 // Update implements resourceapi.Store.
 func (s *Store) Update(ctx context.Context, res *resourceapi.Resource, id int64, patch resourceapi.Record, cond resourceapi.Condition) (resourceapi.Record, error) {
 	var out resourceapi.Record
-	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		cur, err := s.current(ctx, tx, res, id, patch, cond, false)
 		if err != nil {
 			return err
@@ -404,10 +466,12 @@ func (s *Store) Update(ctx context.Context, res *resourceapi.Resource, id int64,
 		if cur == nil {
 			return notFound(res)
 		}
-		out, err = s.update(ctx, tx, res, cur, patch)
-		return err
+		if out, err = s.update(ctx, tx, res, cur, patch); err != nil {
+			return err
+		}
+		s.changed(tx, change{res: res, id: id})
+		return nil
 	})
-	s.cache.invalidate(res, id)
 	if err != nil {
 		return nil, wrap(err, "update %s %d", res.Singular, id)
 	}
@@ -416,7 +480,7 @@ func (s *Store) Update(ctx context.Context, res *resourceapi.Resource, id int64,
 
 // Delete implements resourceapi.Store.
 func (s *Store) Delete(ctx context.Context, res *resourceapi.Resource, id int64, cond resourceapi.Condition) error {
-	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		cur, err := s.current(ctx, tx, res, id, nil, cond, false)
 		if err != nil {
 			return err
@@ -427,15 +491,36 @@ func (s *Store) Delete(ctx context.Context, res *resourceapi.Resource, id int64,
 		if err := s.checkRetain(ctx, tx, res, cur, nil); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, "DELETE FROM "+res.Name+" WHERE id = "+s.dialect.Placeholder(1), id)
-		return err
+		if _, err := tx.ExecContext(ctx, "DELETE FROM "+res.Name+" WHERE id = "+s.dialect.Placeholder(1), id); err != nil {
+			return err
+		}
+		s.changed(tx, change{res: res, id: id, whole: dependents(res)})
+		return nil
 	})
-	s.cache.invalidate(res, id)
 	if err != nil {
 		return wrap(err, "delete %s %d", res.Singular, id)
 	}
 	return nil
 }
+
+// changed invalidates the cache's entries that ch may make stale. Each write
+// calls it last in its transaction, when it has succeeded: it drops them
+// before the commit can become visible, and (AfterEnd) refuses what reads
+// that straddle the commit would store. A write that fails changes nothing
+// and invalidates nothing.
+func (s *Store) changed(tx Tx, ch change) {
+	if s.cache == nil {
+		return
+	}
+	s.cache.begin(ch)
+	tx.AfterEnd(func() { s.cache.end(ch) })
+}
+
+// dependents returns the resources whose records the database deletes with a
+// record of res (ON DELETE CASCADE): a delete changes them without naming
+// them. There are none yet; the issue that adds resources which reference
+// others fills it from their declarations.
+func dependents(*resourceapi.Resource) []*resourceapi.Resource { return nil }
 
 // current reads, and locks where the database needs it, the record a write
 // is about to change (nil when absent), and checks cond against it. When the

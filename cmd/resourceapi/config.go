@@ -16,7 +16,7 @@ type config struct {
 	Addr            string         // RESOURCEAPI_ADDR
 	DatabaseURL     string         // RESOURCEAPI_DATABASE_URL: postgres://... or a SQLite path
 	SQLiteSync      string         // RESOURCEAPI_SQLITE_SYNC: full or normal
-	SQLiteCache     int            // RESOURCEAPI_SQLITE_CACHE: records cached by id; 0 turns the cache off
+	SQLiteCache     int            // RESOURCEAPI_SQLITE_CACHE: cache entries (records, list pages); 0 turns the cache off
 	AdminEmail      string         // RESOURCEAPI_ADMIN_EMAIL
 	AdminPassword   string         // RESOURCEAPI_ADMIN_PASSWORD
 	Vendor          string         // RESOURCEAPI_API_VENDOR
@@ -120,7 +120,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if v := getenv("RESOURCEAPI_SQLITE_CACHE"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			errs = append(errs, "RESOURCEAPI_SQLITE_CACHE must be a number of records, 0 or more")
+			errs = append(errs, "RESOURCEAPI_SQLITE_CACHE must be a number of cache entries, 0 or more")
 		}
 		cfg.SQLiteCache = n
 	}
