@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,7 @@ type config struct {
 	RateWindow      time.Duration  // RESOURCEAPI_RATE_WINDOW
 	RedisURL        string         // RESOURCEAPI_REDIS_URL: shared rate limits (and events) between instances
 	TrustedProxies  []netip.Prefix // RESOURCEAPI_TRUSTED_PROXIES: comma-separated addresses or CIDR prefixes
+	OAuthIssuer     string         // RESOURCEAPI_OAUTH_ISSUER: the authorization server's issuer URL; else derived from each request
 }
 
 // defaultSQLitePath is where the embedded database lives when no database is
@@ -97,6 +99,14 @@ func loadConfig(getenv func(string) string) (config, error) {
 			}
 			cfg.TrustedProxies = append(cfg.TrustedProxies, prefix.Masked())
 		}
+	}
+
+	if v := strings.TrimSpace(getenv("RESOURCEAPI_OAUTH_ISSUER")); v != "" {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			errs = append(errs, "RESOURCEAPI_OAUTH_ISSUER must be an absolute URL without query or fragment, such as https://api.example.com")
+		}
+		cfg.OAuthIssuer = strings.TrimSuffix(v, "/")
 	}
 
 	if v := getenv("RESOURCEAPI_SQLITE_SYNC"); v != "" {
