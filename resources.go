@@ -12,7 +12,7 @@ import "slices"
 var declared []*Resource
 
 func init() {
-	declared = []*Resource{Users, Posts, Products, Reviews, Orders, Articles, Comments, APIKeys} // OAuthClients joins with its table (oauth branch)
+	declared = []*Resource{Users, Posts, Products, Reviews, Orders, Articles, Comments, APIKeys, OAuthClients}
 }
 
 // Declared returns every resource the service serves.

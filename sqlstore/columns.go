@@ -261,3 +261,6 @@ func capitalize(s string) string {
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
 }
+
+// timeField scans a timestamp column that belongs to no declared field.
+var timeField = &resourceapi.Field{Type: resourceapi.TypeTime}

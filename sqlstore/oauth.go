@@ -54,7 +54,7 @@ func (s *Store) Client(ctx context.Context, clientID string) (resourceapi.OAuthC
 	if clientID == "" || len(clientID) > maxClientIDLen {
 		return resourceapi.OAuthClient{}, errClientNotFound
 	}
-	cols := readColumns(resourceapi.OAuthClients)
+	cols := s.readColumns(resourceapi.OAuthClients)
 	query := "SELECT " + cols.list + ", secret_hash FROM oauth_clients WHERE client_id_key = " + s.dialect.Placeholder(1)
 	var c resourceapi.OAuthClient
 	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
@@ -107,7 +107,7 @@ func (s *Store) ConsumeCode(ctx context.Context, hash string, now time.Time) (re
 		q.WriteString("UPDATE oauth_codes SET used_at = " + q.Arg(now) +
 			" WHERE hash = " + q.Arg(hash) + " AND used_at IS NULL AND expires_at > " + q.Arg(now) +
 			" RETURNING hash, client_id, user_id, redirect_uri, code_challenge, scope, expires_at")
-		exp := value{typ: resourceapi.TypeTime}
+		exp := value{f: timeField}
 		err := tx.QueryRowContext(ctx, q.String(), q.args...).Scan(&code.Hash, &code.ClientID, &code.UserID,
 			&code.RedirectURI, &code.CodeChallenge, &code.Scope, &exp)
 		if err == nil {
@@ -196,7 +196,7 @@ func (s *Store) joinFamily(ctx context.Context, tx Querier, t resourceapi.Refres
 		join([]string{q.Arg(t.Family), q.Arg(t.ClientID), q.Arg(t.UserID), q.Arg(t.ExpiresAt)}) +
 		") ON CONFLICT (family) DO UPDATE SET expires_at = " + laterExpiry +
 		" RETURNING revoked_at")
-	revoked := value{typ: resourceapi.TypeTime}
+	revoked := value{f: timeField}
 	if err := tx.QueryRowContext(ctx, q.String(), q.args...).Scan(&revoked); err != nil {
 		return fmt.Errorf("join family: %w", err)
 	}
@@ -233,7 +233,7 @@ func (s *Store) RotateRefreshToken(ctx context.Context, old string, next resourc
 		q.WriteString("UPDATE oauth_refresh_tokens SET rotated_at = " + q.Arg(now) +
 			" WHERE hash = " + q.Arg(old) + " AND rotated_at IS NULL AND expires_at > " + q.Arg(now) +
 			" RETURNING hash, family, client_id, user_id, scope, expires_at")
-		exp := value{typ: resourceapi.TypeTime}
+		exp := value{f: timeField}
 		err := tx.QueryRowContext(ctx, q.String(), q.args...).Scan(&prev.Hash, &prev.Family, &prev.ClientID,
 			&prev.UserID, &prev.Scope, &exp)
 		if err == nil {
@@ -261,7 +261,7 @@ func (s *Store) RotateRefreshToken(ctx context.Context, old string, next resourc
 			" WHERE t.hash = " + q.Arg(old))
 		var family, clientID string
 		var userID int64
-		rotated, revoked := value{typ: resourceapi.TypeTime}, value{typ: resourceapi.TypeTime}
+		rotated, revoked := value{f: timeField}, value{f: timeField}
 		err = tx.QueryRowContext(ctx, q.String(), q.args...).Scan(&family, &clientID, &userID, &rotated, &revoked)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
