@@ -82,6 +82,25 @@ func (s *Server) requireCaller(next http.Handler) http.Handler {
 	})
 }
 
+// withIdentity passes every request on with what identify found in its
+// context: the caller, or why its credential was refused
+// (resourceapi.CredentialErrorFrom). It refuses nothing: the handler
+// decides (GraphQL serves some fields without a credential).
+func (s *Server) withIdentity(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.identify(r)
+		info := infoFrom(r)
+		ctx := r.Context()
+		if info.caller != nil {
+			ctx = resourceapi.WithCaller(ctx, info.caller)
+		}
+		if info.authErr != nil {
+			ctx = resourceapi.WithCredentialError(ctx, info.authErr)
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
 // clientIP returns the address of the client (see ClientAddr).
 func (s *Server) clientIP(r *http.Request) netip.Addr { return ClientAddr(r, s.trustedProxies) }
 

@@ -25,6 +25,10 @@ func (s *Server) routes() http.Handler {
 		mux.Handle("/oauth/", s.oauth)
 		mux.Handle("GET /.well-known/oauth-authorization-server", s.oauth)
 	}
+	if s.graphql != nil {
+		mux.Handle("/graphql", s.withIdentity(s.graphql))
+		mux.Handle("/graphql/", s.withIdentity(s.graphql))
+	}
 
 	for _, res := range resourceapi.Declared() {
 		h := s.resource(res)
