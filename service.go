@@ -492,3 +492,16 @@ func isReferenceError(err error, field string) bool {
 	}
 	return false
 }
+
+// RequireAdmin returns nil when c is an admin, CodeUnauthenticated without a
+// caller, and CodeForbidden "Admin access required" for anyone else: the rule
+// of what only administrators may see (GraphQL's adminData).
+func (s *Service) RequireAdmin(c *Caller) error {
+	if c == nil {
+		return errUnauthenticated
+	}
+	if !c.IsAdmin() {
+		return Errorf(CodeForbidden, "Admin access required")
+	}
+	return nil
+}

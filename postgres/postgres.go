@@ -30,6 +30,9 @@ type Options struct {
 	MaxConns int
 	// Now is the store's clock; nil is time.Now.
 	Now resourceapi.Clock
+	// OnStatement, when set, is called with every statement the store runs
+	// (sqlstore.Config.OnStatement): for tests that count statements.
+	OnStatement func(query string)
 }
 
 // DB is a PostgreSQL database. It implements resourceapi.Store.
@@ -61,6 +64,7 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	}
 	return &DB{Store: sqlstore.New(sqlstore.Config{
 		Reader: sqlstore.DB{DB: db}, Writer: sqlstore.DB{DB: db}, Dialect: dialect{}, Now: opts.Now,
+		OnStatement: opts.OnStatement,
 	}), db: db}, nil
 }
 

@@ -68,6 +68,9 @@ type Options struct {
 	// does. The cache is off: the command is short, and the server notices
 	// its writes.
 	Beside bool
+	// OnStatement, when set, is called with every statement the store runs
+	// (sqlstore.Config.OnStatement): for tests that count statements.
+	OnStatement func(query string)
 
 	served bool // Beside, and a server holds the lock
 }
@@ -186,7 +189,7 @@ func open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	db.Store = sqlstore.New(sqlstore.Config{
 		Reader: db.readers, Writer: db.writer, Dialect: dialect{}, Now: opts.Now,
-		CacheRecords: cache, ForeignCommits: watch.commits,
+		CacheRecords: cache, ForeignCommits: watch.commits, OnStatement: opts.OnStatement,
 	})
 	return db, nil
 }

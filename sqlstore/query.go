@@ -24,10 +24,11 @@ func (q *Query) Arg(v any) string {
 	return q.dialect.Placeholder(len(q.args))
 }
 
-// where appends the WHERE clause of a list query. Only declared names reach
-// the SQL text; every value is bound.
-func (q *Query) where(res *resourceapi.Resource, lq resourceapi.ListQuery) {
-	var conds []string
+// where appends the WHERE clause of a list query, with the conditions of
+// extra, if any, as well. Only declared names reach the SQL text; every
+// value is bound.
+func (q *Query) where(res *resourceapi.Resource, lq resourceapi.ListQuery, extra ...string) {
+	conds := extra
 	for _, fv := range lq.Filters {
 		switch fv.Filter.Kind {
 		case resourceapi.FilterSoftDelete:

@@ -191,6 +191,11 @@ type Config struct {
 	// tell now, and the read is answered by the database, uncached. Every
 	// read of the cache calls it first, from any goroutine.
 	ForeignCommits func() (count uint64, ok bool)
+	// OnStatement, when set, is called with the text of every statement the
+	// store runs through Reader and Writer, before it runs: a hook for tests
+	// that count the statements an operation costs (GraphQL's batching).
+	// It is called from many goroutines at once.
+	OnStatement func(query string)
 }
 
 // New returns a Store for cfg.
@@ -203,9 +208,14 @@ func New(cfg Config) *Store {
 	if cache != nil {
 		cache.foreign = cfg.ForeignCommits
 	}
+	reader, writer := cfg.Reader, cfg.Writer
+	if cfg.OnStatement != nil {
+		reader = tracedReader{reader, cfg.OnStatement}
+		writer = tracedWriter{writer, cfg.OnStatement}
+	}
 	return &Store{
-		reader:  cfg.Reader,
-		writer:  cfg.Writer,
+		reader:  reader,
+		writer:  writer,
 		dialect: cfg.Dialect,
 		now:     now,
 		cache:   cache,
@@ -279,26 +289,7 @@ func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource,
 	}
 	q.WriteString(" FROM " + res.Name)
 	q.where(res, lq)
-	dir := " ASC"
-	if lq.Desc {
-		dir = " DESC"
-	}
-	// The sort field comes from the declaration (ParseListQuery checked it),
-	// never from the request's text.
-	sortField := res.Field(lq.Sort)
-	q.WriteString(" ORDER BY " + s.dialect.OrderBy(column(sortField), lq.Search != "") + dir)
-	if sortField.Nullable {
-		// null sorts as the smallest value on every database (PostgreSQL's
-		// default is the opposite; its indexes are declared to match).
-		if lq.Desc {
-			q.WriteString(" NULLS LAST")
-		} else {
-			q.WriteString(" NULLS FIRST")
-		}
-	}
-	if sortField.Name != "id" {
-		q.WriteString(", id" + dir)
-	}
+	q.WriteString(" ORDER BY " + s.orderBy(res, lq))
 	q.WriteString(" LIMIT " + q.Arg(lq.Limit) + " OFFSET " + q.Arg(lq.Offset))
 
 	rows, err := tx.QueryContext(ctx, q.String(), q.args...)
@@ -326,6 +317,31 @@ func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource,
 		}
 	}
 	return page, nil
+}
+
+// orderBy returns the sort of lq: its field, then id, in its direction.
+func (s *Store) orderBy(res *resourceapi.Resource, lq resourceapi.ListQuery) string {
+	dir := " ASC"
+	if lq.Desc {
+		dir = " DESC"
+	}
+	// The sort field comes from the declaration (ParseListQuery checked it),
+	// never from the request's text.
+	sortField := res.Field(lq.Sort)
+	out := s.dialect.OrderBy(column(sortField), lq.Search != "") + dir
+	if sortField.Nullable {
+		// null sorts as the smallest value on every database (PostgreSQL's
+		// default is the opposite; its indexes are declared to match).
+		if lq.Desc {
+			out += " NULLS LAST"
+		} else {
+			out += " NULLS FIRST"
+		}
+	}
+	if sortField.Name != "id" {
+		out += ", id" + dir
+	}
+	return out
 }
 
 // count appends a query for the number of records matching lq.
