@@ -8,12 +8,15 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime/debug"
 	nethttp "net/http"
 	"time"
 
 	"github.com/resourceapi/resourceapi"
 	"github.com/resourceapi/resourceapi/argon2id"
+	"github.com/resourceapi/resourceapi/graph"
 	"github.com/resourceapi/resourceapi/http"
+	"github.com/resourceapi/resourceapi/inmem"
 	"github.com/resourceapi/resourceapi/oauth"
 	"github.com/resourceapi/resourceapi/postgres"
 	"github.com/resourceapi/resourceapi/sqlite"
@@ -127,12 +130,29 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 			return http.ClientAddr(r, cfg.TrustedProxies).String()
 		},
 	})
+	// Subscriptions hear committed writes through hub. Nothing feeds it
+	// yet: the events relay (outbox) is wired by its own change.
+	hub := inmem.NewHub()
+	defer hub.Close()
+	gql := graph.New(graph.Options{
+		Service:   service,
+		Auth:      id.auth,
+		Events:    hub,
+		Logger:    log,
+		RequestID: http.RequestID,
+		ClientIP: func(r *nethttp.Request) string {
+			return http.ClientAddr(r, cfg.TrustedProxies).String()
+		},
+		Version: version(),
+		Origins: cfg.CORSOrigins,
+	})
 	api := http.NewServer(http.Config{
 		Service:        service,
 		Auth:           id.auth,
 		RateLimiter:    id.limiter,
 		TrustedProxies: cfg.TrustedProxies,
 		OAuth:          authServer.Handler(),
+		GraphQL:        gql,
 		Logger:         log,
 		AccessLog:      accessLog,
 		Vendor:         cfg.Vendor,
@@ -187,4 +207,13 @@ func (c config) describeDatabase() string {
 		return "postgres"
 	}
 	return "sqlite:" + c.sqlitePath()
+}
+
+// version returns the module version the binary was built from, or
+// "(devel)" for a build from a work tree.
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
 }

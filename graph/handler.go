@@ -1,0 +1,275 @@
+// Package graph serves the GraphQL interface at /graphql (gqlgen,
+// schema-first): queries and mutations over HTTP (GET and POST, per the
+// GraphQL-over-HTTP specification), subscriptions over WebSocket (both the
+// graphql-transport-ws and the legacy graphql-ws subprotocols), the schema
+// at /graphql/schema.graphql, and GraphiQL for browsers. Its resolvers are
+// thin: they call the rule layer (resourceapi.Service) with the request's
+// caller, which package http puts in the context. See docs/graphql.md.
+package graph
+
+import (
+	"context"
+	"embed"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/99designs/gqlgen/graphql/handler/extension"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+
+	"github.com/resourceapi/resourceapi"
+)
+
+// Defaults of Options's limits.
+const (
+	DefaultComplexityLimit = 1000
+	DefaultMaxDepth        = 15
+	DefaultMaxBodyBytes    = 1 << 20
+	DefaultMaxQueryBytes   = 32 << 10
+	DefaultMaxTokens       = 5000
+	DefaultQueryCacheSize  = 1000
+)
+
+// Options is what a Handler is made from. Service is required.
+type Options struct {
+	// Service is the rule layer every field goes through.
+	Service *resourceapi.Service
+	// Auth verifies the credentials of a WebSocket connection_init payload;
+	// without it such credentials are refused (credentials on the upgrade
+	// request are verified by package http before the handler sees them).
+	Auth *resourceapi.Authenticator
+	// Events delivers the committed writes subscriptions report; without
+	// it subscriptions fail with UNAVAILABLE.
+	Events resourceapi.Events
+	// Logger receives the errors clients see only as internal; nil
+	// discards them.
+	Logger *slog.Logger
+	// RequestID returns the id of the request a context belongs to, for
+	// the log lines of internal errors (http.RequestID).
+	RequestID func(context.Context) string
+	// ClientIP returns the client address of a request, for the throttling
+	// of password guesses in connection_init (http.ClientAddr).
+	ClientIP func(*http.Request) string
+	// Version is what adminData reports.
+	Version string
+	// Origins are the origins, besides the server's own, whose pages may
+	// open a subscription WebSocket (the CORS origins); "*" allows any.
+	Origins []string
+
+	// ComplexityLimit is the most a document may cost (default 1000): each
+	// field costs 1 plus its children, and a list field multiplies its
+	// children by its limit argument, or by 10 without one.
+	ComplexityLimit int
+	// MaxDepth bounds how deeply selections nest (default 15), introspection
+	// aside.
+	MaxDepth int
+	// MaxBodyBytes bounds a POST body (default 1 MiB); MaxQueryBytes the
+	// query document in it (default 32 KiB), and MaxTokens its tokens
+	// (default 5000).
+	MaxBodyBytes  int64
+	MaxQueryBytes int
+	MaxTokens     int
+	// QueryCacheSize is how many parsed and validated documents are kept,
+	// least recently used first out (default 1000; only documents of at
+	// most 4 KiB are kept).
+	QueryCacheSize int
+	// WebSocket holds the limits of subscription connections.
+	WebSocket WebSocketOptions
+}
+
+// WebSocketOptions holds the limits of subscription connections; zero values
+// take the defaults.
+type WebSocketOptions struct {
+	// InitTimeout is how long a connection may take to send
+	// connection_init (default 10 s); then it is closed with 4408.
+	InitTimeout time.Duration
+	// PingInterval is how often the server pings an idle connection
+	// (default 25 s): a WebSocket ping, which the client must answer within
+	// PingInterval, and for graphql-ws also a "ka" message.
+	PingInterval time.Duration
+	// WriteTimeout bounds each message the server sends (default 10 s); a
+	// client that does not read in time is disconnected.
+	WriteTimeout time.Duration
+	// MaxMessageBytes bounds a client's message (default 64 KiB).
+	MaxMessageBytes int64
+	// MaxSubscriptions bounds the subscriptions open at once on one
+	// connection (default 20).
+	MaxSubscriptions int
+	// Buffer is how many events a subscriber may fall behind (default 32);
+	// one further behind is disconnected with 1008.
+	Buffer int
+}
+
+// Handler serves /graphql and what is under it. It is an http.Handler for
+// package http's Config.GraphQL.
+type Handler struct {
+	cfg    Options
+	logger *slog.Logger
+	exec   *handler.Server
+	sdl    []byte
+	assets http.Handler
+}
+
+//go:embed schema/*.graphqls
+var schemaFiles embed.FS
+
+//go:embed all:graphiql
+var graphiqlFiles embed.FS
+
+// New returns the handler for cfg. It panics when cfg.Service is nil, a
+// wiring error.
+func New(cfg Options) *Handler {
+	if cfg.Service == nil {
+		panic("graph.New: Options.Service is nil")
+	}
+	setDefaults(&cfg)
+	h := &Handler{cfg: cfg, logger: cfg.Logger}
+	if h.logger == nil {
+		h.logger = slog.New(slog.DiscardHandler)
+	}
+	h.sdl = schemaText()
+	sub, err := fs.Sub(graphiqlFiles, "graphiql")
+	if err != nil {
+		panic(err)
+	}
+	h.assets = http.FileServerFS(sub)
+
+	es := NewExecutableSchema(Config{Resolvers: &resolver{h}, Complexity: complexity()})
+	srv := handler.New(es)
+	srv.AddTransport(transport.Websocket{
+		Implementation:   wsImplementation{h},
+		InitFunc:         h.wsInit,
+		PayloadReadLimit: &h.cfg.WebSocket.MaxMessageBytes,
+		ErrorFunc:        func(context.Context, error) {},
+	})
+	srv.AddTransport(httpTransport{h})
+	srv.SetQueryCache(newQueryCache(cfg.QueryCacheSize))
+	srv.SetParserTokenLimit(cfg.MaxTokens)
+	srv.SetErrorPresenter(h.presenter)
+	srv.SetRecoverFunc(h.recoverPanic)
+	srv.Use(extension.Introspection{})
+	srv.Use(extension.FixedComplexityLimit(cfg.ComplexityLimit))
+	srv.Use(depthLimit{max: cfg.MaxDepth})
+	srv.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+		// Fresh loaders for every response: per request, and per event of
+		// a subscription, so nothing read for one is served to another.
+		return next(withLoaders(ctx, newLoaders(ctx, cfg.Service)))
+	})
+	h.exec = srv
+	return h
+}
+
+func setDefaults(cfg *Options) {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&cfg.ComplexityLimit, DefaultComplexityLimit)
+	def(&cfg.MaxDepth, DefaultMaxDepth)
+	def(&cfg.MaxQueryBytes, DefaultMaxQueryBytes)
+	def(&cfg.MaxTokens, DefaultMaxTokens)
+	def(&cfg.QueryCacheSize, DefaultQueryCacheSize)
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	ws := &cfg.WebSocket
+	defd := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defd(&ws.InitTimeout, 10*time.Second)
+	defd(&ws.PingInterval, 25*time.Second)
+	defd(&ws.WriteTimeout, 10*time.Second)
+	if ws.MaxMessageBytes <= 0 {
+		ws.MaxMessageBytes = 64 << 10
+	}
+	def(&ws.MaxSubscriptions, 20)
+	def(&ws.Buffer, 32)
+}
+
+// schemaText returns the schema's files, in order, as one document.
+func schemaText() []byte {
+	entries, err := fs.ReadDir(schemaFiles, "schema")
+	if err != nil {
+		panic(err)
+	}
+	var out []byte
+	for _, e := range entries {
+		b, err := fs.ReadFile(schemaFiles, "schema/"+e.Name())
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, b...)
+	}
+	return out
+}
+
+// ServeHTTP implements http.Handler: /graphql (GraphQL over HTTP, the
+// WebSocket upgrade, GraphiQL for browsers), /graphql/schema.graphql and
+// GraphiQL's assets.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch path := r.URL.Path; {
+	case path == "/graphql/schema.graphql":
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			h.methodNotAllowed(w, "GET, HEAD, OPTIONS", r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Write(h.sdl)
+		return
+	case strings.HasPrefix(path, "/graphql/graphiql/"):
+		h.serveAsset(w, r)
+		return
+	case path != "/graphql":
+		writeRequestError(w, http.StatusNotFound, "application/json", "NOT_FOUND", "No such GraphQL endpoint; the API is at /graphql")
+		return
+	}
+	switch r.Method {
+	case http.MethodGet:
+		if isUpgrade(r) {
+			h.serveWebSocket(w, r)
+			return
+		}
+		if wantsHTML(r) {
+			h.serveGraphiQL(w, r)
+			return
+		}
+		h.exec.ServeHTTP(w, r)
+	case http.MethodPost:
+		h.exec.ServeHTTP(w, r)
+	default:
+		h.methodNotAllowed(w, "GET, POST, OPTIONS", r)
+	}
+}
+
+func (h *Handler) methodNotAllowed(w http.ResponseWriter, allow string, r *http.Request) {
+	w.Header().Set("Allow", allow)
+	if r.Method == http.MethodOptions {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	writeRequestError(w, http.StatusMethodNotAllowed, "application/json", "METHOD_NOT_ALLOWED", "Method not allowed; use "+allow)
+}
+
+func isUpgrade(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}
+
+// wantsHTML reports whether a GET comes from a browser navigating to
+// /graphql (Accept names text/html), which gets GraphiQL.
+func wantsHTML(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, _, _ := strings.Cut(part, ";")
+		if strings.EqualFold(strings.TrimSpace(mt), "text/html") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,217 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vikstrous/dataloadgen"
+
+	"github.com/resourceapi/resourceapi"
+)
+
+// loaders batch the reads of related records within one response: every
+// Post.author of a response is read with one Service.GetEach, every
+// User.posts (per limit and offset) with one Service.ListEach. Both go
+// through the rule layer with the caller, so a batch is allowed exactly
+// when each of its reads would be.
+//
+// Batches form in two ways. A list resolver that knows its records' related
+// keys reads them at once and primes the loaders (users primes the author
+// loader with the users it read, and reads the posts of all of them when
+// the query selects posts; posts reads the authors), so the common shapes
+// cost a fixed number of statements with no waiting. Otherwise the loader
+// waits loaderWait after its first key for the others of the response.
+type loaders struct {
+	users *dataloadgen.Loader[int64, resourceapi.Record]
+	posts *dataloadgen.Loader[postsKey, []resourceapi.Record]
+	// fetchPosts is the posts loader's fetch, for prefetchPosts.
+	fetchPosts func(ctx context.Context, keys []postsKey) ([][]resourceapi.Record, []error)
+}
+
+// postsKey is a User.posts field: the author and the field's arguments.
+type postsKey struct {
+	author        int64
+	limit, offset int
+}
+
+// loaderWait is how long a loader gathers keys for a batch; the resolvers
+// of one list run concurrently, so their keys arrive within microseconds.
+const loaderWait = time.Millisecond
+
+func newLoaders(ctx context.Context, svc *resourceapi.Service) *loaders {
+	c, credErr := caller(ctx)
+	getUsers := func(ctx context.Context, ids []int64) ([]resourceapi.Record, []error) {
+		if credErr != nil {
+			return make([]resourceapi.Record, len(ids)), []error{credErr}
+		}
+		return svc.GetEach(ctx, c, resourceapi.Users, ids)
+	}
+	fetchPosts := func(ctx context.Context, keys []postsKey) ([][]resourceapi.Record, []error) {
+		out := make([][]resourceapi.Record, len(keys))
+		if credErr != nil {
+			return out, []error{credErr}
+		}
+		// One ListEach per distinct limit and offset: nearly always one.
+		type page struct{ limit, offset int }
+		groups := map[page][]int{}
+		var order []page
+		for i, k := range keys {
+			p := page{k.limit, k.offset}
+			if _, ok := groups[p]; !ok {
+				order = append(order, p)
+			}
+			groups[p] = append(groups[p], i)
+		}
+		var errs []error
+		for _, p := range order {
+			idx := groups[p]
+			authors := make([]int64, len(idx))
+			for j, i := range idx {
+				authors[j] = keys[i].author
+			}
+			limit := p.limit
+			q, err := listQuery(resourceapi.Posts, &limit, &p.offset)
+			var lists [][]resourceapi.Record
+			var lerrs []error
+			if err != nil {
+				lists, lerrs = make([][]resourceapi.Record, len(idx)), fillErr(len(idx), err)
+			} else {
+				lists, lerrs = svc.ListEach(ctx, c, resourceapi.Posts, authors, q)
+			}
+			for j, i := range idx {
+				out[i] = lists[j]
+				if lerrs != nil && lerrs[j] != nil {
+					if errs == nil {
+						errs = make([]error, len(keys))
+					}
+					errs[i] = lerrs[j]
+				}
+			}
+		}
+		return out, errs
+	}
+	return &loaders{
+		users: dataloadgen.NewLoader(getUsers, dataloadgen.WithWait(loaderWait),
+			dataloadgen.WithBatchCapacity(resourceapi.MaxLimit)),
+		posts: dataloadgen.NewLoader(fetchPosts, dataloadgen.WithWait(loaderWait),
+			dataloadgen.WithBatchCapacity(resourceapi.MaxLimit)),
+		fetchPosts: fetchPosts,
+	}
+}
+
+func fillErr(n int, err error) []error {
+	errs := make([]error, n)
+	for i := range errs {
+		errs[i] = err
+	}
+	return errs
+}
+
+type loadersKey struct{}
+
+func withLoaders(ctx context.Context, ld *loaders) context.Context {
+	return context.WithValue(ctx, loadersKey{}, ld)
+}
+
+func loadersFrom(ctx context.Context) *loaders {
+	return ctx.Value(loadersKey{}).(*loaders)
+}
+
+// postsArgs returns the limit and offset of a User.posts field as its key
+// needs them: without a limit, resourceapi.MaxLimit.
+func postsArgs(limit, offset *int) (int, int) {
+	l, o := resourceapi.MaxLimit, 0
+	if limit != nil {
+		l = *limit
+	}
+	if offset != nil {
+		o = *offset
+	}
+	return l, o
+}
+
+// prefetchPosts reads, in one batch, the posts of every user that the
+// query's users field selects posts of (with each distinct limit and
+// offset it selects them with), and primes the posts loader with them.
+func (ld *loaders) prefetchPosts(ctx context.Context, users []*User) {
+	if len(users) == 0 {
+		return
+	}
+	fc := graphql.GetFieldContext(ctx)
+	oc := graphql.GetOperationContext(ctx)
+	if fc == nil || oc == nil {
+		return
+	}
+	var keys []postsKey
+	seen := map[[2]int]bool{}
+	for _, f := range graphql.CollectFields(oc, fc.Field.Selections, []string{"User"}) {
+		if f.Name != "posts" {
+			continue
+		}
+		args := f.ArgumentMap(oc.Variables)
+		limit, offset := postsArgs(intArg(args["limit"]), intArg(args["offset"]))
+		if seen[[2]int{limit, offset}] {
+			continue
+		}
+		seen[[2]int{limit, offset}] = true
+		for _, u := range users {
+			keys = append(keys, postsKey{u.id, limit, offset})
+		}
+	}
+	if len(keys) == 0 {
+		return
+	}
+	lists, errs := ld.fetchPosts(ctx, keys)
+	for i, k := range keys {
+		if errs != nil && errs[i] != nil {
+			continue // the field's own load reports it
+		}
+		ld.posts.Prime(k, lists[i])
+	}
+}
+
+// prefetchAuthors reads the authors of posts in one batch, when the query
+// selects them, and primes the users loader with them.
+func (ld *loaders) prefetchAuthors(ctx context.Context, posts []*Post) {
+	fc := graphql.GetFieldContext(ctx)
+	oc := graphql.GetOperationContext(ctx)
+	if len(posts) == 0 || fc == nil || oc == nil {
+		return
+	}
+	selected := false
+	for _, f := range graphql.CollectFields(oc, fc.Field.Selections, []string{"Post"}) {
+		selected = selected || f.Name == "author"
+	}
+	if !selected {
+		return
+	}
+	ids := make([]int64, len(posts))
+	for i, p := range posts {
+		ids[i] = p.authorID
+	}
+	// LoadAll batches them (in batches of the loader's capacity) without
+	// waiting for the fields' own loads.
+	ld.users.LoadAll(ctx, ids) //nolint:errcheck // each field reports its own error
+}
+
+// intArg reads an Int argument from an argument map.
+func intArg(v any) *int {
+	switch n := v.(type) {
+	case int:
+		return &n
+	case int64:
+		i := int(n)
+		return &i
+	case float64:
+		i := int(n)
+		return &i
+	case json.Number:
+		if i, err := strconv.Atoi(string(n)); err == nil {
+			return &i
+		}
+	}
+	return nil
+}

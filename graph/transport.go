@@ -1,0 +1,329 @@
+package graph
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+)
+
+// Media types of GraphQL responses.
+const (
+	mediaJSON            = "application/json"
+	mediaGraphQLResponse = "application/graphql-response+json"
+)
+
+// httpTransport serves queries and mutations over HTTP as the
+// GraphQL-over-HTTP specification says:
+//
+//   - POST with an application/json body {query, operationName, variables,
+//     extensions}; GET with the same as URL parameters (variables and
+//     extensions JSON-encoded), for queries only: a mutation over GET is 405
+//     with Allow: POST.
+//   - The response is application/graphql-response+json or application/json,
+//     as Accept prefers (application/json without Accept or for */*; 406
+//     when Accept allows neither).
+//   - A request that is not well-formed (bad JSON, parameters of the wrong
+//     type, no query) is 400. With application/graphql-response+json, a
+//     request error (the document does not parse or validate, the operation
+//     is unknown, a variable does not coerce, a limit refuses it) is 400 as
+//     well, and a response with data 200; with application/json every
+//     well-formed request is 200.
+//
+// Subscriptions are served over WebSocket only.
+type httpTransport struct{ h *Handler }
+
+var _ graphql.Transport = httpTransport{}
+
+func (t httpTransport) Supports(r *http.Request) bool {
+	return r.Method == http.MethodGet || r.Method == http.MethodPost
+}
+
+// requestError is a request that is not well-formed: always 400 (or the
+// status given).
+type requestError struct {
+	status int
+	code   string
+	msg    string
+}
+
+func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Add("Vary", "Accept")
+	media, ok := negotiate(r.Header.Values("Accept"))
+	if !ok {
+		writeRequestError(w, http.StatusNotAcceptable, mediaJSON, "NOT_ACCEPTABLE",
+			"Accept allows neither application/graphql-response+json nor application/json")
+		return
+	}
+	var params *graphql.RawParams
+	var rerr *requestError
+	if r.Method == http.MethodGet {
+		params, rerr = t.fromURL(r)
+	} else {
+		params, rerr = t.fromBody(w, r)
+	}
+	if rerr == nil && len(params.Query) > t.h.cfg.MaxQueryBytes {
+		rerr = &requestError{http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE",
+			"The query document is longer than " + strconv.Itoa(t.h.cfg.MaxQueryBytes) + " bytes"}
+	}
+	if rerr != nil {
+		writeRequestError(w, rerr.status, media, rerr.code, rerr.msg)
+		return
+	}
+	params.Headers = r.Header
+	params.ReadTime.Start = graphql.Now()
+	params.ReadTime.End = params.ReadTime.Start
+	ctx := r.Context()
+	opCtx, errs := exec.CreateOperationContext(ctx, params)
+	if errs == nil {
+		switch {
+		case opCtx.Operation.Operation == ast.Mutation && r.Method == http.MethodGet:
+			h.Set("Allow", "POST")
+			writeRequestError(w, http.StatusMethodNotAllowed, media, "METHOD_NOT_ALLOWED", "Mutations are sent with POST, not GET")
+			return
+		case opCtx.Operation.Operation == ast.Subscription:
+			err := gqlerror.Errorf("Subscriptions are served over WebSocket at /graphql (graphql-transport-ws or graphql-ws)")
+			err.Extensions = map[string]any{"code": codeBadRequest}
+			errs = gqlerror.List{err}
+		}
+	}
+	if errs != nil {
+		// A request error: no data.
+		resp := exec.DispatchError(graphql.WithOperationContext(ctx, opCtx), errs)
+		status := http.StatusOK
+		if media == mediaGraphQLResponse {
+			status = http.StatusBadRequest
+		}
+		writeResponse(w, status, media, resp)
+		return
+	}
+	responses, ctx := exec.DispatchOperation(ctx, opCtx)
+	writeResponse(w, http.StatusOK, media, responses(ctx))
+}
+
+// fromURL reads the parameters of a GET.
+func (t httpTransport) fromURL(r *http.Request) (*graphql.RawParams, *requestError) {
+	values, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, badRequest("The URL's query string is malformed")
+	}
+	one := func(name string) (string, bool, *requestError) {
+		vs, ok := values[name]
+		if len(vs) > 1 {
+			return "", false, badRequest("The parameter " + name + " is given more than once")
+		}
+		if !ok {
+			return "", false, nil
+		}
+		return vs[0], true, nil
+	}
+	p := &graphql.RawParams{}
+	query, ok, rerr := one("query")
+	if rerr != nil {
+		return nil, rerr
+	}
+	if !ok || query == "" {
+		return nil, badRequest("The query parameter is missing")
+	}
+	p.Query = query
+	if p.OperationName, _, rerr = one("operationName"); rerr != nil {
+		return nil, rerr
+	}
+	for _, jp := range []struct {
+		name string
+		dst  *map[string]any
+	}{{"variables", &p.Variables}, {"extensions", &p.Extensions}} {
+		s, ok, rerr := one(jp.name)
+		if rerr != nil {
+			return nil, rerr
+		}
+		if !ok || s == "" || s == "null" {
+			continue
+		}
+		if err := decodeObject([]byte(s), jp.dst); err != nil {
+			return nil, badRequest("The " + jp.name + " parameter must be a JSON object")
+		}
+	}
+	return p, nil
+}
+
+// fromBody reads the parameters of a POST.
+func (t httpTransport) fromBody(w http.ResponseWriter, r *http.Request) (*graphql.RawParams, *requestError) {
+	ct := r.Header.Get("Content-Type")
+	mt, mparams, err := mime.ParseMediaType(ct)
+	if ct == "" || err != nil || mt != mediaJSON {
+		return nil, &requestError{http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE",
+			"The body must be application/json"}
+	}
+	if cs, ok := mparams["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return nil, &requestError{http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE",
+			"The body must be encoded in UTF-8"}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, t.h.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, &requestError{http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE",
+				"The body is larger than " + strconv.FormatInt(t.h.cfg.MaxBodyBytes, 10) + " bytes"}
+		}
+		return nil, badRequest("The body could not be read")
+	}
+	var raw struct {
+		Query         json.RawMessage `json:"query"`
+		OperationName json.RawMessage `json:"operationName"`
+		Variables     json.RawMessage `json:"variables"`
+		Extensions    json.RawMessage `json:"extensions"`
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, badRequest("The body is empty; send {\"query\": ...}")
+	}
+	if err := json.Unmarshal(body, &raw); err != nil || !isObject(body) {
+		return nil, badRequest("The body is not a JSON object")
+	}
+	p := &graphql.RawParams{}
+	if isNull(raw.Query) || json.Unmarshal(raw.Query, &p.Query) != nil {
+		return nil, badRequest("The query parameter must be a string")
+	}
+	if p.Query == "" {
+		return nil, badRequest("The query parameter is missing")
+	}
+	if !isNull(raw.OperationName) && json.Unmarshal(raw.OperationName, &p.OperationName) != nil {
+		return nil, badRequest("The operationName parameter must be a string or null")
+	}
+	for _, jp := range []struct {
+		name string
+		raw  json.RawMessage
+		dst  *map[string]any
+	}{{"variables", raw.Variables, &p.Variables}, {"extensions", raw.Extensions, &p.Extensions}} {
+		if isNull(jp.raw) {
+			continue
+		}
+		if err := decodeObject(jp.raw, jp.dst); err != nil {
+			return nil, badRequest("The " + jp.name + " parameter must be a JSON object or null")
+		}
+	}
+	return p, nil
+}
+
+func badRequest(msg string) *requestError {
+	return &requestError{http.StatusBadRequest, codeBadRequest, msg}
+}
+
+func isNull(raw json.RawMessage) bool {
+	s := bytes.TrimSpace(raw)
+	return len(s) == 0 || string(s) == "null"
+}
+
+func isObject(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 0 && b[0] == '{'
+}
+
+// decodeObject decodes a JSON object, with numbers as json.Number (as
+// gqlgen's own transports do, so that large integers keep their digits).
+func decodeObject(b []byte, dst *map[string]any) error {
+	if !isObject(b) {
+		return errors.New("not an object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	return dec.Decode(dst)
+}
+
+// negotiate picks the response's media type from the Accept header values:
+// the acceptable one with the highest quality, the more specific match
+// winning, application/graphql-response+json on a tie between named types
+// and application/json for wildcards; application/json without Accept. ok
+// is false when Accept allows neither.
+func negotiate(accept []string) (media string, ok bool) {
+	if len(accept) == 0 {
+		return mediaJSON, true
+	}
+	type score struct {
+		q           float64
+		specificity int // 2 exact, 1 application/*, 0 */*
+		seen        bool
+	}
+	var scores [2]score // mediaGraphQLResponse, mediaJSON
+	for _, v := range accept {
+		for _, part := range strings.Split(v, ",") {
+			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil {
+				continue
+			}
+			q := 1.0
+			if qs, ok := params["q"]; ok {
+				if f, err := strconv.ParseFloat(qs, 64); err == nil && f >= 0 && f <= 1 {
+					q = f
+				}
+			}
+			for i, name := range [2]string{mediaGraphQLResponse, mediaJSON} {
+				spec := -1
+				switch mt {
+				case name:
+					spec = 2
+				case "application/*":
+					spec = 1
+				case "*/*":
+					spec = 0
+				}
+				if spec < 0 {
+					continue
+				}
+				s := &scores[i]
+				if !s.seen || spec > s.specificity {
+					*s = score{q: q, specificity: spec, seen: true}
+				}
+			}
+		}
+	}
+	g, j := scores[0], scores[1]
+	gq, jq := g.q, j.q
+	if !g.seen {
+		gq = 0
+	}
+	if !j.seen {
+		jq = 0
+	}
+	switch {
+	case gq == 0 && jq == 0:
+		return "", false
+	case gq > jq:
+		return mediaGraphQLResponse, true
+	case jq > gq:
+		return mediaJSON, true
+	case g.specificity == 2 && j.specificity < 2:
+		return mediaGraphQLResponse, true
+	case g.specificity == 2 && j.specificity == 2:
+		return mediaGraphQLResponse, true
+	}
+	return mediaJSON, true
+}
+
+func writeResponse(w http.ResponseWriter, status int, media string, resp *graphql.Response) {
+	b, err := json.Marshal(resp)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"errors":[{"message":"Internal server error","extensions":{"code":"INTERNAL_SERVER_ERROR"}}]}`)
+	}
+	w.Header().Set("Content-Type", media+"; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// writeRequestError answers a request that was not executed with one error.
+func writeRequestError(w http.ResponseWriter, status int, media, code, msg string) {
+	writeResponse(w, status, media, &graphql.Response{Errors: gqlerror.List{{
+		Message: msg, Extensions: map[string]any{"code": code}}}})
+}
