@@ -8,8 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"runtime/debug"
 	nethttp "net/http"
+	"runtime/debug"
 	"time"
 
 	"github.com/resourceapi/resourceapi"
