@@ -112,6 +112,14 @@ type server struct {
 // the HTTP server's Config.
 func mustServer(tb testing.TB, st store, opts ...func(*graph.Options, *rhttp.Config)) *server {
 	tb.Helper()
+	s := mustServerWith(tb, st, opts...)
+	s.admin = s.mustAccount("Test Admin", "admin@test.example", resourceapi.RoleAdmin)
+	return s
+}
+
+// mustServerWith serves st until tb ends, with no account made.
+func mustServerWith(tb testing.TB, st store, opts ...func(*graph.Options, *rhttp.Config)) *server {
+	tb.Helper()
 	tokens, err := token.New(testSecret, token.Options{})
 	if err != nil {
 		tb.Fatal(err)
@@ -137,8 +145,15 @@ func mustServer(tb testing.TB, st store, opts ...func(*graph.Options, *rhttp.Con
 	ts := httptest.NewUnstartedServer(rhttp.NewServer(hcfg).Handler())
 	ts.Start()
 	tb.Cleanup(ts.Close)
-	s := &server{tb: tb, url: ts.URL, service: svc, hub: hub, tokens: tokens, ids: map[string]int64{}}
-	s.admin = s.mustAccount("Test Admin", "admin@test.example", resourceapi.RoleAdmin)
+	return &server{tb: tb, url: ts.URL, service: svc, hub: hub, tokens: tokens, ids: map[string]int64{}}
+}
+
+// mustServerSharing serves st, a second handle on other's database, as
+// another instance: its admin is other's.
+func mustServerSharing(tb testing.TB, st store, other *server) *server {
+	tb.Helper()
+	s := mustServerWith(tb, st)
+	s.admin, s.ids = other.admin, other.ids
 	return s
 }
 

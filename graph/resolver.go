@@ -110,7 +110,7 @@ func (r *resolver) list(ctx context.Context, res *resourceapi.Resource, limit, o
 			return page.Records, nil
 		}
 		out = append(out, page.Records...)
-		if len(page.Records) < q.Limit || len(out) >= maxUnpaged {
+		if len(page.Records) < q.Limit || q.Offset+len(page.Records) >= page.Total || len(out) >= maxUnpaged {
 			if len(out) > maxUnpaged {
 				out = out[:maxUnpaged]
 			}

@@ -311,8 +311,16 @@ func negotiate(accept []string) (media string, ok bool) {
 	return mediaJSON, true
 }
 
+// wireResponse is a response as sent: a request error has no data entry
+// at all (an executed operation's data is never empty: at least null).
+type wireResponse struct {
+	Errors     gqlerror.List   `json:"errors,omitempty"`
+	Data       json.RawMessage `json:"data,omitempty"`
+	Extensions map[string]any  `json:"extensions,omitempty"`
+}
+
 func writeResponse(w http.ResponseWriter, status int, media string, resp *graphql.Response) {
-	b, err := json.Marshal(resp)
+	b, err := json.Marshal(wireResponse{Errors: resp.Errors, Data: resp.Data, Extensions: resp.Extensions})
 	if err != nil {
 		status = http.StatusInternalServerError
 		b = []byte(`{"errors":[{"message":"Internal server error","extensions":{"code":"INTERNAL_SERVER_ERROR"}}]}`)
