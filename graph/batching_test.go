@@ -53,7 +53,9 @@ func TestBatchedLoadsRunConstantStatements(t *testing.T) {
 			}
 			// Posts with their authors: the authors in one batch.
 			before := statements.Load()
-			var d struct{ Posts []struct{ Author struct{ Name string } } }
+			var d struct {
+				Posts []struct{ Author struct{ Name string } }
+			}
 			s.mustData(s.admin, "{ posts(limit: 100) { id author { name } } }", nil, &d)
 			if n := statements.Load() - before; len(d.Posts) != 100 || n > 4 {
 				t.Fatalf("%d posts in %d statements, want 100 in at most 4", len(d.Posts), n)
