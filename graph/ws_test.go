@@ -1,0 +1,290 @@
+package graph_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/resourceapi/resourceapi"
+	"github.com/resourceapi/resourceapi/graph"
+	rhttp "github.com/resourceapi/resourceapi/http"
+)
+
+// protocols are the two subprotocols every subscription test runs with.
+var protocols = []string{"graphql-transport-ws", "graphql-ws"}
+
+// wsClient is a subscription client of either protocol.
+type wsClient struct {
+	tb    testing.TB
+	proto string
+	conn  *websocket.Conn
+}
+
+type wsMessage struct {
+	ID      string          `json:"id,omitempty"`
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+// dial opens a connection; header, when not nil, goes with the upgrade.
+func (s *server) dial(tb testing.TB, proto string, header http.Header) *wsClient {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, res, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(s.url, "http")+"/graphql", &websocket.DialOptions{
+		Subprotocols: []string{proto}, HTTPHeader: header})
+	if err != nil {
+		tb.Fatalf("dial: %v", err)
+	}
+	if got := res.Header.Get("Sec-WebSocket-Protocol"); got != proto {
+		tb.Fatalf("subprotocol = %q, want %q", got, proto)
+	}
+	conn.SetReadLimit(4 << 20)
+	c := &wsClient{tb: tb, proto: proto, conn: conn}
+	tb.Cleanup(func() { conn.CloseNow() })
+	return c
+}
+
+func (c *wsClient) send(m wsMessage) {
+	c.tb.Helper()
+	b, _ := json.Marshal(m)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.conn.Write(ctx, websocket.MessageText, b); err != nil {
+		c.tb.Fatalf("write: %v", err)
+	}
+}
+
+// read returns the next message that is not a keep-alive, or the error
+// that ended the connection.
+func (c *wsClient) read() (wsMessage, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		_, b, err := c.conn.Read(ctx)
+		if err != nil {
+			return wsMessage{}, err
+		}
+		var m wsMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			c.tb.Fatalf("message %s: %v", b, err)
+		}
+		if m.Type == "ka" || m.Type == "ping" || m.Type == "pong" {
+			continue
+		}
+		return m, nil
+	}
+}
+
+func (c *wsClient) mustRead(typ string) wsMessage {
+	c.tb.Helper()
+	m, err := c.read()
+	if err != nil {
+		c.tb.Fatalf("read, want %s: %v", typ, err)
+	}
+	if m.Type != typ {
+		c.tb.Fatalf("message %+v, want type %s", m, typ)
+	}
+	return m
+}
+
+// init sends connection_init with payload and expects the ack.
+func (c *wsClient) init(payload map[string]any) {
+	c.tb.Helper()
+	b, _ := json.Marshal(payload)
+	c.send(wsMessage{Type: "connection_init", Payload: b})
+	c.mustRead("connection_ack")
+}
+
+// subscribe starts a subscription with id.
+func (c *wsClient) subscribe(id, query string) {
+	c.tb.Helper()
+	typ := "subscribe"
+	if c.proto == "graphql-ws" {
+		typ = "start"
+	}
+	b, _ := json.Marshal(map[string]any{"query": query})
+	c.send(wsMessage{ID: id, Type: typ, Payload: b})
+}
+
+// next reads the next result of a subscription.
+func (c *wsClient) next() wsMessage {
+	c.tb.Helper()
+	typ := "next"
+	if c.proto == "graphql-ws" {
+		typ = "data"
+	}
+	return c.mustRead(typ)
+}
+
+// closeStatus reads until the connection ends and returns its close code.
+func (c *wsClient) closeStatus() websocket.StatusCode {
+	c.tb.Helper()
+	for {
+		_, err := c.read()
+		if err != nil {
+			return websocket.CloseStatus(err)
+		}
+	}
+}
+
+func userEvent(id int64, name string) resourceapi.Event {
+	return resourceapi.Event{ID: id, Name: "userCreated", Resource: "users", At: time.Now(),
+		Record: resourceapi.Record{"id": id, "name": name, "email": strings.ToLower(name) + "@test.example", "created_at": time.Now()}}
+}
+
+func TestSubscriptions(t *testing.T) {
+	for _, proto := range protocols {
+		t.Run(proto, func(t *testing.T) {
+			t.Parallel()
+			s := mustServer(t, backends()[0].open(t, nil))
+			// One subscriber authenticates in connection_init, the other on
+			// the upgrade request.
+			a := s.dial(t, proto, nil)
+			a.init(map[string]any{"X-API-Key": s.admin})
+			b := s.dial(t, proto, http.Header{"X-Api-Key": {s.admin}})
+			b.init(nil)
+			a.subscribe("1", "subscription { userCreated { id name } }")
+			b.subscribe("s", "subscription { userCreated { name posts { id } } }")
+			waitFor(t, "two subscribers", func() bool { return s.hub.Subscribers("userCreated") == 2 })
+			s.hub.Deliver(userEvent(7, "Seven"))
+			s.hub.Deliver(userEvent(7, "Seven")) // a redelivery: once only
+			s.hub.Deliver(userEvent(8, "Eight"))
+			for _, c := range []*wsClient{a, b} {
+				for _, want := range []string{"Seven", "Eight"} {
+					m := c.next()
+					if !strings.Contains(string(m.Payload), `"name":"`+want+`"`) {
+						t.Fatalf("event %s, want %s", m.Payload, want)
+					}
+				}
+			}
+			// Stopping one subscription leaves the other.
+			stop := "complete"
+			if proto == "graphql-ws" {
+				stop = "stop"
+			}
+			a.send(wsMessage{ID: "1", Type: stop})
+			waitFor(t, "one subscriber", func() bool { return s.hub.Subscribers("userCreated") == 1 })
+		})
+	}
+}
+
+func TestSubscriptionCredentials(t *testing.T) {
+	for _, proto := range protocols {
+		t.Run(proto, func(t *testing.T) {
+			t.Parallel()
+			s := mustServer(t, backends()[0].open(t, nil))
+			for _, tc := range []struct {
+				name    string
+				header  http.Header
+				payload map[string]any
+			}{
+				{"none", nil, nil},
+				{"invalid key", nil, map[string]any{"X-API-Key": "rk_nope"}},
+				{"invalid bearer", nil, map[string]any{"Authorization": "Bearer x.y.z"}},
+				{"wrong password", nil, map[string]any{"Authorization": basic("admin@test.example", "wrong password")}},
+				{"invalid key on the upgrade", http.Header{"X-Api-Key": {"rk_nope"}}, nil},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					c := s.dial(t, proto, tc.header)
+					b, _ := json.Marshal(tc.payload)
+					c.send(wsMessage{Type: "connection_init", Payload: b})
+					if got := c.closeStatus(); got != 4403 {
+						t.Fatalf("close status = %d, want 4403", got)
+					}
+				})
+			}
+			// Bearer and Basic in the payload, in any case.
+			tok, err := s.tokens.Issue(resourceapi.Claims{Subject: "1", Name: "Test Admin"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.dial(t, proto, nil).init(map[string]any{"authorization": "Bearer " + tok})
+			s.dial(t, proto, nil).init(map[string]any{"Authorization": basic("admin@test.example", "correct horse battery")})
+
+			// The permission to read the resource is required.
+			none := s.mustAccount("Nobody", "nobody@test.example")
+			c := s.dial(t, proto, nil)
+			c.init(map[string]any{"X-API-Key": none})
+			c.subscribe("1", "subscription { postCreated { id } }")
+			m, err := c.read()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(m.Payload), "Permission denied: posts:read") {
+				t.Fatalf("subscription without posts:read: %+v %s", m, m.Payload)
+			}
+		})
+	}
+}
+
+func TestSubscriptionLimits(t *testing.T) {
+	for _, proto := range protocols {
+		t.Run(proto, func(t *testing.T) {
+			t.Parallel()
+			s := mustServer(t, backends()[0].open(t, nil), func(o *graph.Options, _ *rhttp.Config) {
+				o.WebSocket.InitTimeout = 300 * time.Millisecond
+				o.WebSocket.MaxSubscriptions = 2
+				o.WebSocket.Buffer = 4
+				o.WebSocket.MaxMessageBytes = 4096
+			})
+			t.Run("init timeout", func(t *testing.T) {
+				c := s.dial(t, proto, nil)
+				if got := c.closeStatus(); got != 4408 {
+					t.Fatalf("close status = %d, want 4408", got)
+				}
+			})
+			t.Run("subscriptions per connection", func(t *testing.T) {
+				c := s.dial(t, proto, nil)
+				c.init(map[string]any{"X-API-Key": s.admin})
+				c.subscribe("1", "subscription { userCreated { id } }")
+				c.subscribe("2", "subscription { postCreated { id } }")
+				waitFor(t, "two subscriptions", func() bool {
+					return s.hub.Subscribers("userCreated")+s.hub.Subscribers("postCreated") >= 2
+				})
+				c.subscribe("3", "subscription { userCreated { id } }")
+				m, err := c.read()
+				if err != nil || !strings.Contains(string(m.Payload), "Too many subscriptions") {
+					t.Fatalf("third subscription: %+v %s %v", m, m.Payload, err)
+				}
+			})
+			t.Run("message size", func(t *testing.T) {
+				c := s.dial(t, proto, nil)
+				c.init(map[string]any{"X-API-Key": s.admin})
+				c.subscribe("1", "subscription { userCreated { id "+strings.Repeat("name ", 2000)+"} }")
+				if got := c.closeStatus(); got != websocket.StatusMessageTooBig {
+					t.Fatalf("close status = %d, want %d", got, websocket.StatusMessageTooBig)
+				}
+			})
+			t.Run("slow consumer", func(t *testing.T) {
+				c := s.dial(t, proto, nil)
+				c.init(map[string]any{"X-API-Key": s.admin})
+				c.subscribe("1", "subscription { postCreated { id content } }")
+				waitFor(t, "the subscriber", func() bool { return s.hub.Subscribers("postCreated") == 1 })
+				// The client reads nothing: the socket's buffers fill, then
+				// the subscriber's buffer in the hub, which drops it.
+				big := strings.Repeat("x", 64<<10)
+				dropped := s.hub.Dropped()
+				for i := int64(1); s.hub.Dropped() == dropped; i++ {
+					if i > 100_000 {
+						t.Fatal("the hub never dropped the slow subscriber")
+					}
+					s.hub.Deliver(resourceapi.Event{ID: 1_000_000 + i, Name: "postCreated", Resource: "posts",
+						Record: resourceapi.Record{"id": i, "title": "T", "content": big, "author_id": int64(1), "created_at": time.Now()}})
+				}
+				if got := c.closeStatus(); got != 1008 {
+					t.Fatalf("close status = %d, want 1008", got)
+				}
+				if n := s.hub.Subscribers("postCreated"); n != 0 {
+					t.Fatalf("%d subscribers left", n)
+				}
+			})
+		})
+	}
+}
+
