@@ -287,4 +287,3 @@ func TestSubscriptionLimits(t *testing.T) {
 		})
 	}
 }
-
