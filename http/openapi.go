@@ -291,7 +291,7 @@ func upperFirst(s string) string {
 
 // article returns "a" or "an" for a noun.
 func article(noun string) string {
-	if noun != "" && strings.ContainsRune("aeiouAEIOU", rune(noun[0])) {
+	if noun != "" && strings.ContainsRune("aeioAEIO", rune(noun[0])) {
 		return "an"
 	}
 	return "a"
@@ -1466,7 +1466,7 @@ func (g *docGen) docsRoute(paths *ordered[*oaPathItem], rt route) {
 		get.OperationID, get.Summary = "docs", "The documentation page"
 		get.Description = "This document, rendered for people (Swagger UI). The page loads nothing from outside this server."
 		get.Responses.set("200", &oaResponse{Description: "The page.", Headers: hs,
-			Content: ordered[*oaMediaType]{{"text/html", &oaMediaType{Schema: &schema{Type: "string"}}}}})
+			Content: ordered[*oaMediaType]{{"text/html", &oaMediaType{}}}})
 	} else {
 		item.Parameters = append(item.Parameters, &oaParam{Name: "file", In: "path", Required: true,
 			Description: "A file of the page (script, style sheet, image).", Schema: &schema{Type: "string"}})

@@ -36,7 +36,7 @@ func (g *docGen) oauthRoutes(paths *ordered[*oaPathItem]) {
 	serverError := oauthError("The server could not complete the request (server_error).")
 	html := func(desc string, extra ...string) *oaResponse {
 		return &oaResponse{Description: desc, Headers: hs(extra...),
-			Content: ordered[*oaMediaType]{{"text/html", &oaMediaType{Schema: &schema{Type: "string"}}}}}
+			Content: ordered[*oaMediaType]{{"text/html", &oaMediaType{}}}}
 	}
 	redirect := &oaResponse{Description: "Back to the client's redirect URI, with `code`, `state` and `iss`, or with `error`, `error_description`, `state` and `iss`.",
 		Headers: hs(hLocation)}
