@@ -34,7 +34,7 @@ func TestDocsAssets(t *testing.T) {
 	}
 	c.get("/docs", "If-None-Match", page.Header.Get("ETag")).mustStatus(t, http.StatusNotModified)
 	for _, f := range []string{"swagger-ui-bundle.js", "swagger-ui.css", "init.js", "page.css", "favicon.png", "oauth2-redirect.html"} {
-		c.get("/docs/" + f).mustStatus(t, http.StatusOK)
+		c.get("/docs/"+f).mustStatus(t, http.StatusOK)
 	}
 	c.get("/docs/nothing.js").mustError(t, http.StatusNotFound, resourceapi.CodeNotFound)
 	// The style sheet's images are files of the page, not data: URLs (which
