@@ -12,7 +12,7 @@ import "slices"
 var declared []*Resource
 
 func init() {
-	declared = []*Resource{Users, APIKeys} // OAuthClients joins with its table (oauth branch)
+	declared = []*Resource{Users, Posts, Products, Reviews, Orders, Articles, Comments, APIKeys, OAuthClients}
 }
 
 // Declared returns every resource the service serves.
@@ -28,16 +28,12 @@ func ResourceNamed(name string) *Resource {
 	return nil
 }
 
-// permissionOnly names the resources that permissions and roles already
-// speak of but that are not served yet (the resources release declares
-// them).
-var permissionOnly = []string{"posts", "products", "reviews", "orders", "articles", "comments"}
-
-// ResourceNames returns the resource part of every valid permission.
+// ResourceNames returns the resource part of every valid permission: the
+// declared resources' names.
 func ResourceNames() []string {
-	names := make([]string, 0, len(declared)+len(permissionOnly))
+	names := make([]string, 0, len(declared))
 	for _, r := range declared {
 		names = append(names, r.Name)
 	}
-	return append(names, permissionOnly...)
+	return names
 }

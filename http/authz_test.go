@@ -119,10 +119,27 @@ func (m *matrix) caller(key string) *resourceapi.Caller {
 	return c
 }
 
-// example returns a fresh valid create body of res.
+// example returns a fresh valid create body of res, with the records it
+// refers to (other than its owner) created for it.
 func (m *matrix) example(res *resourceapi.Resource) resourceapi.Record {
 	m.n++
-	return res.Example(m.n)
+	rec := res.Example(m.n)
+	for _, f := range res.Fields {
+		if f.References != "" && f.Name != res.Access.Owner && f.Required {
+			if _, ok := rec[f.Name]; !ok {
+				rec[f.Name] = m.target(resourceapi.ResourceNamed(f.References), m.other)
+			}
+		}
+		items, _ := rec[f.Name].([]resourceapi.Record)
+		for _, item := range items {
+			for _, sub := range f.Items.Fields {
+				if sub.References != "" {
+					item[sub.Name] = m.target(resourceapi.ResourceNamed(sub.References), m.other)
+				}
+			}
+		}
+	}
+	return rec
 }
 
 // target creates a record of res owned by owner (for users: a new user;
@@ -148,15 +165,16 @@ func (m *matrix) selfAccount() (string, *resourceapi.Caller) {
 	return key, m.caller(key)
 }
 
-// patch returns a PATCH body of res: its first string field of an example.
+// patch returns a PATCH body of res: the first field of an example (in
+// declaration order) that is not a reference.
 func (m *matrix) patch(res *resourceapi.Resource) resourceapi.Record {
 	ex := m.example(res)
 	for _, f := range res.Fields {
-		if v, ok := ex[f.Name].(string); ok {
+		if v, ok := ex[f.Name]; ok && f.References == "" {
 			return resourceapi.Record{f.Name: v}
 		}
 	}
-	m.t.Fatalf("%s: no string field to patch in its example", res.Name)
+	m.t.Fatalf("%s: no field to patch in its example", res.Name)
 	return nil
 }
 
@@ -283,18 +301,26 @@ func (m *matrix) direct(t *testing.T, name string, res *resourceapi.Resource, rt
 	}
 }
 
-// nested checks the nested routes of res (/<parent>/{id}/<res>): a user
-// lists their own records there, not another's (when the parent is the
-// owner); an admin lists anyone's; a record addressed under another parent
-// is not found.
+// nested checks the nested routes of res (/<parent>/{id}/<res>): a list
+// holds only the parent's records; a record addressed under another parent
+// is not found; an absent parent is 404; a POST takes the parent from the
+// path; and where the parent is the owner (/users/{id}/api-keys) of private
+// records, a user lists their own, not another's.
 func (m *matrix) nested(t *testing.T, res *resourceapi.Resource) {
 	t.Helper()
 	parent := res.ParentResource()
 	selfKey, self := m.selfAccount()
 	mine := m.target(res, self.UserID)
 	theirs := m.target(res, m.other)
+	parentOf := func(id int64) int64 {
+		rec, err := m.admin.service.Get(context.Background(), resourceapi.SystemCaller(), res, resourceapi.Item{ID: id})
+		if err != nil {
+			t.Fatalf("get %s %d: %v", res.Singular, id, err)
+		}
+		return res.ParentOf(rec)
+	}
+	pMine, pTheirs := parentOf(mine), parentOf(theirs)
 	base := func(p int64) string { return fmt.Sprintf("/api/%s/%d/%s", parent.Path, p, res.Path) }
-
 	// belongs reports whether a list holds want and only records of parent.
 	belongs := func(recs []map[string]any, parent, want int64) bool {
 		found := false
@@ -307,28 +333,42 @@ func (m *matrix) nested(t *testing.T, res *resourceapi.Resource) {
 		return found
 	}
 	user := m.admin.as(selfKey)
-	recs, _ := user.get(base(self.UserID)).list(t)
-	if !belongs(recs, self.UserID, mine) {
-		t.Errorf("nested %s: a user's own list = %v, want only theirs, with %d", res.Name, recs, mine)
+	recs, _ := user.get(base(pMine) + "?limit=100").list(t)
+	if !belongs(recs, pMine, mine) {
+		t.Errorf("nested %s: a user's list under %d = %v, want only its records, with %d", res.Name, pMine, recs, mine)
 	}
-	user.get(fmt.Sprintf("%s/%d", base(self.UserID), mine)).mustStatus(t, http.StatusOK)
+	user.get(fmt.Sprintf("%s/%d", base(pMine), mine)).mustStatus(t, http.StatusOK)
 	if res.Access.Private && res.Parent == res.Access.Owner {
-		user.get(base(m.other)).mustError(t, http.StatusForbidden, resourceapi.CodeForbidden)
+		user.get(base(pTheirs)).mustError(t, http.StatusForbidden, resourceapi.CodeForbidden)
 	}
-	recs, _ = m.admin.get(base(m.other) + "?limit=100").list(t)
-	if !belongs(recs, m.other, theirs) {
-		t.Errorf("nested %s: an admin's list of another's = %v, want only theirs, with %d", res.Name, recs, theirs)
+	recs, _ = m.admin.get(base(pTheirs) + "?limit=100").list(t)
+	if !belongs(recs, pTheirs, theirs) {
+		t.Errorf("nested %s: an admin's list under %d = %v, want only its records, with %d", res.Name, pTheirs, recs, theirs)
 	}
-	// Addressed under the wrong parent, a record does not exist.
-	m.admin.get(fmt.Sprintf("%s/%d", base(self.UserID), theirs)).mustError(t, http.StatusNotFound, resourceapi.CodeNotFound)
-	m.admin.do("DELETE", fmt.Sprintf("%s/%d", base(self.UserID), theirs), "").mustError(t, http.StatusNotFound, resourceapi.CodeNotFound)
-	// An absent parent is 404.
+	if pMine != pTheirs {
+		// Addressed under the wrong parent, a record does not exist.
+		m.admin.get(fmt.Sprintf("%s/%d", base(pMine), theirs)).mustError(t, http.StatusNotFound, resourceapi.CodeNotFound)
+		m.admin.do("DELETE", fmt.Sprintf("%s/%d", base(pMine), theirs), "").mustError(t, http.StatusNotFound, resourceapi.CodeNotFound)
+	}
+	// An absent parent is 404, for a list and for a create.
+	body := m.example(res)
+	delete(body, res.Parent)
 	m.admin.get(base(resourceapi.MaxID)).mustError(t, http.StatusNotFound, resourceapi.CodeNotFound)
-	// A POST takes the parent from the path.
-	created := m.admin.post(base(m.other), mustJSON(t, m.example(res)))
+	m.admin.post(base(resourceapi.MaxID), mustJSON(t, body)).mustError(t, http.StatusNotFound, resourceapi.CodeNotFound)
+	// A POST takes the parent from the path; a body that names another is
+	// refused.
+	other := m.example(res)
+	other[res.Parent] = pMine
+	if pMine != pTheirs {
+		m.admin.post(base(pTheirs), mustJSON(t, other)).mustError(t, http.StatusBadRequest, resourceapi.CodeValidation)
+	}
+	created := m.admin.post(base(pTheirs), mustJSON(t, body))
 	created.mustStatus(t, http.StatusCreated)
-	if got := created.object(t)[res.Parent]; fmt.Sprint(got) != strconv.FormatInt(m.other, 10) {
-		t.Errorf("nested %s: POST under %d made %s = %v", res.Name, m.other, res.Parent, got)
+	if got := created.object(t)[res.Parent]; fmt.Sprint(got) != strconv.FormatInt(pTheirs, 10) {
+		t.Errorf("nested %s: POST under %d made %s = %v", res.Name, pTheirs, res.Parent, got)
+	}
+	if loc := created.Header.Get("Location"); loc != fmt.Sprintf("%s/%d", base(pTheirs), idOf(t, created.object(t))) {
+		t.Errorf("nested %s: Location = %q", res.Name, loc)
 	}
 }
 

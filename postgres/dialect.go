@@ -113,3 +113,19 @@ func (dialect) Permissions(u string) string {
 		"SELECT jsonb_array_elements_text(" + u + ".permissions) AS p UNION " +
 		"SELECT jsonb_array_elements_text(r.permissions) FROM roles r WHERE " + u + ".roles ? r.name) AS x)"
 }
+
+// Items aggregates the item rows of a record into a JSON array, in order.
+func (dialect) Items(res *resourceapi.Resource, f *resourceapi.Field) string {
+	var kv []string
+	for _, sub := range f.Items.Fields {
+		kv = append(kv, "'"+sub.Name+"', "+sub.Name)
+	}
+	return "(SELECT coalesce(json_agg(json_build_object(" + strings.Join(kv, ", ") + ") ORDER BY position), '[]'::json) FROM " +
+		f.Items.Table + " WHERE " + f.Items.Key + " = " + res.Name + ".id)"
+}
+
+// ForeignKey reports foreign key violations (SQLSTATE 23503).
+func (dialect) ForeignKey(err error) bool {
+	var e *pgconn.PgError
+	return errors.As(err, &e) && e.Code == "23503"
+}

@@ -139,3 +139,20 @@ func (dialect) Permissions(u string) string {
 		"SELECT value AS p FROM json_each(" + u + ".permissions) UNION " +
 		"SELECT rp.value FROM roles r, json_each(r.permissions) rp WHERE r.name IN (SELECT value FROM json_each(" + u + ".roles))))"
 }
+
+// Items aggregates the item rows of a record into a JSON array, in order.
+func (dialect) Items(res *resourceapi.Resource, f *resourceapi.Field) string {
+	var kv []string
+	for _, sub := range f.Items.Fields {
+		kv = append(kv, "'"+sub.Name+"', "+sub.Name)
+	}
+	return "(SELECT coalesce(json_group_array(json_object(" + strings.Join(kv, ", ") + ") ORDER BY position), '[]') FROM " +
+		f.Items.Table + " WHERE " + f.Items.Key + " = " + res.Name + ".id)"
+}
+
+// ForeignKey reports SQLite's foreign key violations (which do not say which
+// key failed).
+func (dialect) ForeignKey(err error) bool {
+	var e *sqlite.Error
+	return errors.As(err, &e) && e.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+}

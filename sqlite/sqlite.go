@@ -7,10 +7,13 @@
 // undoing a failed write alone with savepoints. So writers never see
 // "database is locked", and an acknowledged write is on disk.
 //
-// A SQLite file is served by one process: the store caches records and list
-// pages, and the cache assumes no other process writes the file while the
-// server runs. Open takes a lock on <file>.lock to make sure of it, and
-// Migrate takes the same lock. Several instances need PostgreSQL.
+// A SQLite file is served by one process: Open takes a lock on <file>.lock so
+// that a second server on it fails at start, and Migrate takes the same lock.
+// Several instances need PostgreSQL. Other processes may still write the file (the sqlite3 shell,
+// the service's own commands): the store caches records and list pages, and
+// finds such commits before every read of its cache (see watch), so that it
+// never serves a record older than a commit that completed before the read
+// began.
 package sqlite
 
 import (
@@ -53,9 +56,10 @@ type Options struct {
 	Readers int
 	// Now is the store's clock; nil is time.Now.
 	Now resourceapi.Clock
-	// CacheRecords bounds the cache of records by id; 0 is 16384 and a
-	// negative value turns the cache off. The cache is sound because this
-	// process is the only writer (see the package doc).
+	// CacheRecords bounds the cache of records and list pages: at most that
+	// many entries, of at most sqlstore.EntryBytes (2 KiB) each on average by
+	// estimate (16384 entries: 32 MiB). 0 is 16384 and a negative value turns
+	// the cache off.
 	CacheRecords int
 	// Beside opens the file for a short command (the command line) that may
 	// run beside a server: when a server holds the file's lock, the command
@@ -76,6 +80,7 @@ type DB struct {
 	write   *sql.DB
 	readers *readers
 	writer  *groupWriter
+	watch   *watch
 }
 
 // errInUse is lockFile's error when another process holds the lock.
@@ -165,14 +170,23 @@ func open(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.closeDBs()
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
-	db.writer = newGroupWriter(wc, ftsStmts)
+	watch, err := newWatch(ctx, wc, path)
+	if err != nil {
+		wc.close()
+		db.readers.close()
+		db.closeDBs()
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	db.watch = watch
+	db.writer = newGroupWriter(wc, watch, ftsStmts)
 
 	cache := opts.CacheRecords
 	if cache == 0 {
 		cache = 16384
 	}
 	db.Store = sqlstore.New(sqlstore.Config{
-		Reader: db.readers, Writer: db.writer, Dialect: dialect{}, Now: opts.Now, CacheRecords: cache,
+		Reader: db.readers, Writer: db.writer, Dialect: dialect{}, Now: opts.Now,
+		CacheRecords: cache, ForeignCommits: watch.commits,
 	})
 	return db, nil
 }
@@ -333,9 +347,10 @@ func provider(db *sql.DB) (*goose.Provider, error) {
 }
 
 // Close stops the writer after the writes under way and closes the
-// connections.
+// connections. No call of the store may be under way or follow.
 func (db *DB) Close() error {
 	db.writer.close()
+	db.watch.close()
 	db.readers.close()
 	err := errors.Join(db.writer.conn.close(), db.closeDBs())
 	if db.lock != nil {

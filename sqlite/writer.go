@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/resourceapi/resourceapi/sqlstore"
@@ -24,24 +25,39 @@ var errClosed = errors.New("sqlite: store is closed")
 // it alone, and the others still commit.
 type groupWriter struct {
 	conn *conn
+	// watch shares conn, under its mutex, to find other processes' commits.
+	watch *watch
 	// beforeCommit runs at the end of every transaction (see ftsSync).
 	beforeCommit []string
-	jobs         chan *job
-	quit         chan struct{}
-	stopped      chan struct{}
-	once         sync.Once
+	// tx is the handle the jobs of the transaction under way are given.
+	tx      tx
+	jobs    chan *job
+	quit    chan struct{}
+	stopped chan struct{}
+	once    sync.Once
 }
 
 type job struct {
 	ctx  context.Context
-	fn   func(context.Context, sqlstore.Querier) error
+	fn   func(context.Context, sqlstore.Tx) error
 	done chan error
 }
 
-func newGroupWriter(c *conn, beforeCommit []string) *groupWriter {
+// tx is the sqlstore.Tx of the writer's transactions.
+type tx struct {
+	*conn
+	after []func()
+}
+
+// AfterEnd implements sqlstore.Tx.
+func (t *tx) AfterEnd(f func()) { t.after = append(t.after, f) }
+
+func newGroupWriter(c *conn, watch *watch, beforeCommit []string) *groupWriter {
 	w := &groupWriter{
 		conn:         c,
+		watch:        watch,
 		beforeCommit: beforeCommit,
+		tx:           tx{conn: c},
 		jobs:         make(chan *job),
 		quit:         make(chan struct{}),
 		stopped:      make(chan struct{}),
@@ -55,7 +71,7 @@ func newGroupWriter(c *conn, beforeCommit []string) *groupWriter {
 // once taken, Write waits for the outcome even if ctx ends, so that its
 // caller always knows whether the write happened (and the store's cache is
 // never left stale by a write that committed after its caller gave up).
-func (w *groupWriter) Write(ctx context.Context, fn func(context.Context, sqlstore.Querier) error) error {
+func (w *groupWriter) Write(ctx context.Context, fn func(context.Context, sqlstore.Tx) error) error {
 	j := &job{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	select {
 	case w.jobs <- j:
@@ -121,10 +137,11 @@ func (w *groupWriter) commit(batch []*job) {
 	// answers a cancellation by interrupting SQLite, and an interrupted write
 	// rolls back the whole transaction, other requests' writes included.
 	ctx := context.Background()
-	if err := w.conn.exec(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if err := w.begin(ctx); err != nil {
 		failAll(err)
 		return
 	}
+	wrote := false
 	for i, j := range batch {
 		if err := j.ctx.Err(); err != nil {
 			errs[i] = err
@@ -133,11 +150,12 @@ func (w *groupWriter) commit(batch []*job) {
 		var txErr error
 		errs[i], txErr = w.runOne(ctx, j)
 		if txErr != nil {
-			failAll(errors.Join(txErr, w.conn.exec(ctx, "ROLLBACK")))
+			failAll(errors.Join(txErr, w.end(ctx, false, false)))
 			return
 		}
+		wrote = wrote || errs[i] == nil
 	}
-	if err := w.finish(ctx); err != nil {
+	if err := w.end(ctx, true, wrote); err != nil {
 		failAll(err)
 		return
 	}
@@ -151,7 +169,7 @@ func (w *groupWriter) commit(batch []*job) {
 // told no job, when a job failed or the transaction could not start.
 func (w *groupWriter) tryCommit(batch []*job) bool {
 	ctx := context.Background()
-	if err := w.conn.exec(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if err := w.begin(ctx); err != nil {
 		return false
 	}
 	ran := make([]bool, len(batch))
@@ -160,12 +178,12 @@ func (w *groupWriter) tryCommit(batch []*job) bool {
 			continue // its caller has gone: it is told in commit's slow path
 		}
 		if err := w.runJob(ctx, j); err != nil {
-			w.conn.exec(ctx, "ROLLBACK")
+			w.end(ctx, false, false)
 			return false
 		}
 		ran[i] = true
 	}
-	if err := w.finish(ctx); err != nil {
+	if err := w.end(ctx, true, slices.Contains(ran, true)); err != nil {
 		return false
 	}
 	for i, j := range batch {
@@ -176,6 +194,50 @@ func (w *groupWriter) tryCommit(batch []*job) bool {
 		}
 	}
 	return true
+}
+
+// begin starts a write transaction, and makes sure inside it that other
+// processes' commits are counted (see watch.begun). Until end, the writer
+// holds the connection's mutex.
+func (w *groupWriter) begin(ctx context.Context) error {
+	w.watch.mu.Lock()
+	if err := w.conn.exec(ctx, "BEGIN IMMEDIATE"); err != nil {
+		w.watch.mu.Unlock()
+		return err
+	}
+	if err := w.watch.begun(ctx); err != nil {
+		err = errors.Join(err, w.conn.exec(ctx, "ROLLBACK"))
+		w.watch.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// end ends the transaction begin started: it commits it, running the
+// end-of-transaction statements first, or rolls it back; on failure to
+// commit it rolls back and returns why. Then it runs the jobs' AfterEnd
+// functions, whatever happened, and after a commit brings the watch up to
+// date (see watch.committed; wrote says whether a job succeeded, and every
+// write of the store that succeeds changes a row).
+func (w *groupWriter) end(ctx context.Context, commit, wrote bool) error {
+	defer w.watch.mu.Unlock()
+	w.watch.ending()
+	var err error
+	if commit {
+		err = w.finish(ctx)
+	} else {
+		err = w.conn.exec(ctx, "ROLLBACK")
+	}
+	for _, f := range w.tx.after {
+		f()
+	}
+	clear(w.tx.after)
+	w.tx.after = w.tx.after[:0]
+	if commit && err == nil {
+		// Should the check fail, reads run their own.
+		w.watch.committed(ctx, wrote)
+	}
+	return err
 }
 
 // finish runs the end-of-transaction statements and commits, or rolls back
@@ -219,5 +281,5 @@ func (w *groupWriter) runJob(ctx context.Context, j *job) (err error) {
 			err = fmt.Errorf("write panicked: %v", p)
 		}
 	}()
-	return j.fn(ctx, w.conn)
+	return j.fn(ctx, &w.tx)
 }

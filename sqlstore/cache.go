@@ -2,154 +2,339 @@ package sqlstore
 
 import (
 	"fmt"
-	"strings"
+	"strconv"
 	"sync"
 
 	"github.com/resourceapi/resourceapi"
 )
 
-// recordCache keeps recently read records by resource and id, and recently
-// read list pages by resource and query, so that repeated reads, the most
-// common requests, cost no query. It is only
-// correct when every write to the database goes through this Store (one
-// process on a SQLite file); package postgres, where several instances share
-// the database, does not enable it.
+// cache keeps recently read records, by resource and id, and list pages, by
+// resource and query, so that repeated reads, the most common requests, cost
+// no query. It is bounded by a number of entries and by an estimate of their
+// bytes, and evicts the least recently used entry first.
 //
-// A read that misses records the cache's generation before it queries, and
-// stores its result only if no write has ended since: a write that commits
-// while the read is in flight bumps the generation, so a stale row is never
-// stored. Writes drop the record they touch, and every cached page of its
-// resource, after they commit.
-type recordCache struct {
-	mu      sync.Mutex
-	gen     uint64
-	max     int
-	entries map[cacheKey]resourceapi.Record
-	// maxPageRecords bounds the records held in cached pages, whatever
-	// their size; pageRecords counts them.
-	maxPageRecords int
-	pageRecords    int
-	pages          map[pageKey]resourceapi.Page
+// Coherence rests on three rules:
+//
+//   - A write drops what it changes before its commit becomes visible: inside
+//     its transaction it drops the records it names, bumps the epochs of the
+//     resources it changes and marks them in flight (begin), and once the
+//     transaction has ended it bumps the epochs again and clears the mark
+//     (end). An entry is valid only under the epochs it was stored under, so
+//     invalidating a whole resource costs O(1) whatever the cache holds; the
+//     invalid entries are removed when a lookup finds them, or evicted.
+//   - A read that misses notes the epochs before it queries, and stores what
+//     it read only if they have not moved and no write of the resource is in
+//     flight: a read that may have seen the state before a commit never
+//     stores it after the commit.
+//   - Commits made without the Store (another process writing the database
+//     file) are reported by Config.ForeignCommits, which every read consults
+//     before it looks in the cache; a new one bumps the global epoch, which
+//     invalidates every entry.
+//
+// So once any reader can see a commit, no reader is served the state before
+// it. Package postgres, whose database several instances share, has no cache.
+type cache struct {
+	// foreign is Config.ForeignCommits; foreignSeen the last count applied.
+	foreign     func() (uint64, bool)
+	maxEntries  int
+	maxBytes    int64
+	maxEntry    int64 // larger entries are not stored
+	mu          sync.Mutex
+	foreignSeen uint64
+	global      uint64 // the epoch of every entry
+	resources   map[*resourceapi.Resource]*resourceEpochs
+	entries     map[cacheKey]*entry
+	lru         entry // lru.next is the most recently used entry, lru.prev the least
+	bytes       int64
 }
 
-type pageKey struct {
+// resourceEpochs are the epochs of one resource's entries.
+type resourceEpochs struct {
+	// writes moves at the beginning and the end of every write that may
+	// change a record of the resource; pages are valid under it, and every
+	// read that misses must see it unchanged to store what it read.
+	writes uint64
+	// records moves at the beginning and the end of every write that may
+	// change records of the resource without naming them (a cascade); records
+	// are valid under it. A write names the records it changes, which are
+	// dropped one by one.
+	records uint64
+	// inflight counts the writes of the resource that have begun and not
+	// ended: while any is, nothing read is stored.
+	inflight int
+}
+
+// cacheKey is a record's key (query empty) or a list page's (id 0).
+type cacheKey struct {
 	res   *resourceapi.Resource
+	id    int64
 	query string
+}
+
+type entry struct {
+	key  cacheKey
+	rec  resourceapi.Record
+	page resourceapi.Page
+	size int64
+	// global and epoch are the epochs the entry was stored under.
+	global, epoch uint64
+	prev, next    *entry
+}
+
+// Estimated sizes: what an entry costs besides its values, and what a field
+// of a record costs besides its value's own bytes (a map slot, the interface
+// and the boxed value). They err on the high side.
+const (
+	entryOverhead = 256
+	fieldOverhead = 64
+	recordHeader  = 64
+)
+
+// EntryBytes is the byte budget the cache has per entry: a cache of n entries
+// holds at most n*EntryBytes bytes of estimated size.
+const EntryBytes = 2048
+
+func newCache(maxEntries int) *cache {
+	if maxEntries <= 0 {
+		return nil
+	}
+	c := &cache{
+		maxEntries: maxEntries,
+		maxBytes:   int64(maxEntries) * EntryBytes,
+		resources:  make(map[*resourceapi.Resource]*resourceEpochs),
+		entries:    make(map[cacheKey]*entry),
+	}
+	c.maxEntry = c.maxBytes / 8
+	c.lru.next, c.lru.prev = &c.lru, &c.lru
+	return c
+}
+
+// fill is what a read that missed needs to store what it read: the epochs
+// before it queried. The zero fill stores nothing.
+type fill struct {
+	epochs         *resourceEpochs
+	writes, global uint64
+}
+
+// lookup returns the valid entry under k, or nil and the fill for what the
+// read will find. Entries are shared and read-only.
+func (c *cache) lookup(k cacheKey) (*entry, fill) {
+	if c == nil {
+		return nil, fill{}
+	}
+	// Outside the lock: finding foreign commits may take a query.
+	var foreign uint64
+	if c.foreign != nil {
+		var ok bool
+		if foreign, ok = c.foreign(); !ok {
+			return nil, fill{} // cannot tell now: the database answers, uncached
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if foreign > c.foreignSeen {
+		c.foreignSeen = foreign
+		c.global++
+	}
+	ep := c.epochs(k.res)
+	f := fill{epochs: ep, writes: ep.writes, global: c.global}
+	e := c.entries[k]
+	if e == nil {
+		return nil, f
+	}
+	epoch := ep.records
+	if k.query != "" {
+		epoch = ep.writes
+	}
+	if e.global != c.global || e.epoch != epoch {
+		c.remove(e)
+		return nil, f
+	}
+	c.unlink(e)
+	c.pushFront(e)
+	return e, f
+}
+
+// record returns the cached record id of res, or nil and the fill to pass to
+// storeRecord.
+func (c *cache) record(res *resourceapi.Resource, id int64) (resourceapi.Record, fill) {
+	e, f := c.lookup(cacheKey{res: res, id: id})
+	if e == nil {
+		return nil, f
+	}
+	return e.rec, f
+}
+
+// page returns the cached page of res for the query key, or false and the
+// fill to pass to storePage.
+func (c *cache) page(res *resourceapi.Resource, key string) (resourceapi.Page, bool, fill) {
+	e, f := c.lookup(cacheKey{res: res, query: key})
+	if e == nil {
+		return resourceapi.Page{}, false, f
+	}
+	return e.page, true, f
+}
+
+// storeRecord stores rec, which its readers share from now on, as f allows.
+func (c *cache) storeRecord(res *resourceapi.Resource, f fill, rec resourceapi.Record) {
+	if c == nil || f.epochs == nil || rec == nil {
+		return
+	}
+	c.store(&entry{key: cacheKey{res: res, id: rec.ID()}, rec: rec, size: entryOverhead + recordSize(rec)}, f)
+}
+
+// storePage stores page, which its readers share from now on, as f allows.
+func (c *cache) storePage(res *resourceapi.Resource, key string, f fill, page resourceapi.Page) {
+	if c == nil || f.epochs == nil {
+		return
+	}
+	if len(page.Records) == 0 {
+		page.Records = []resourceapi.Record{} // not the capacity of a full page
+	}
+	size := entryOverhead + int64(len(key)) + 8*int64(cap(page.Records))
+	for _, rec := range page.Records {
+		size += recordSize(rec)
+	}
+	c.store(&entry{key: cacheKey{res: res, query: key}, page: page, size: size}, f)
+}
+
+func (c *cache) store(e *entry, f fill) {
+	if e.size > c.maxEntry {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ep := f.epochs
+	if ep.inflight > 0 || ep.writes != f.writes || c.global != f.global {
+		return // a write began since the read queried, or is under way
+	}
+	e.global, e.epoch = c.global, ep.records
+	if e.key.query != "" {
+		e.epoch = ep.writes
+	}
+	if old := c.entries[e.key]; old != nil {
+		c.remove(old)
+	}
+	c.entries[e.key] = e
+	c.pushFront(e)
+	c.bytes += e.size
+	for len(c.entries) > c.maxEntries || c.bytes > c.maxBytes {
+		c.remove(c.lru.prev)
+	}
+}
+
+// A change is what one write may change: a record it names, and whole
+// resources whose records it may change without naming them (what the
+// database deletes with a record).
+type change struct {
+	res   *resourceapi.Resource
+	id    int64
+	whole []*resourceapi.Resource
+}
+
+// begin starts invalidating what ch changes. It runs inside the write's
+// transaction, before the commit can become visible; end must follow once
+// the transaction has ended, committed or not.
+func (c *cache) begin(ch change) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.entries[cacheKey{res: ch.res, id: ch.id}]; e != nil {
+		c.remove(e)
+	}
+	c.bump(ch, 1)
+}
+
+// end finishes the invalidation begin started: a read that queried before the
+// commit finds the epochs moved, and stores nothing.
+func (c *cache) end(ch change) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.bump(ch, -1)
+}
+
+func (c *cache) bump(ch change, inflight int) {
+	ep := c.epochs(ch.res)
+	ep.writes++
+	ep.inflight += inflight
+	for _, res := range ch.whole {
+		ep := c.epochs(res)
+		ep.writes++
+		ep.records++
+		ep.inflight += inflight
+	}
+}
+
+func (c *cache) epochs(res *resourceapi.Resource) *resourceEpochs {
+	ep := c.resources[res]
+	if ep == nil {
+		ep = &resourceEpochs{}
+		c.resources[res] = ep
+	}
+	return ep
+}
+
+func (c *cache) pushFront(e *entry) {
+	e.prev, e.next = &c.lru, c.lru.next
+	e.prev.next, e.next.prev = e, e
+}
+
+func (c *cache) unlink(e *entry) {
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = nil, nil
+}
+
+func (c *cache) remove(e *entry) {
+	c.unlink(e)
+	delete(c.entries, e.key)
+	c.bytes -= e.size
+}
+
+// recordSize estimates the bytes rec holds.
+func recordSize(rec resourceapi.Record) int64 {
+	n := int64(recordHeader)
+	for _, v := range rec {
+		n += fieldOverhead
+		switch v := v.(type) {
+		case string:
+			n += int64(len(v))
+		case []string:
+			n += 24
+			for _, s := range v {
+				n += 16 + int64(len(s))
+			}
+		}
+	}
+	return n
 }
 
 // listKey identifies a list query: every field of it that changes the page.
 func listKey(lq resourceapi.ListQuery) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d|%d|%s|%t|%q", lq.Offset, lq.Limit, lq.Sort, lq.Desc, lq.Search)
+	b := make([]byte, 0, 64)
+	b = strconv.AppendInt(b, int64(lq.Offset), 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, int64(lq.Limit), 10)
+	b = append(b, '|')
+	b = append(b, lq.Sort...)
+	b = append(b, '|')
+	b = strconv.AppendBool(b, lq.Desc)
+	b = append(b, '|')
+	b = strconv.AppendQuote(b, lq.Search)
 	for _, fv := range lq.Filters {
-		fmt.Fprintf(&b, "|%s=%q", fv.Filter.Param, fv.Value)
-	}
-	return b.String()
-}
-
-type cacheKey struct {
-	res *resourceapi.Resource
-	id  int64
-}
-
-func newRecordCache(max int) *recordCache {
-	if max <= 0 {
-		return nil
-	}
-	return &recordCache{
-		max: max, entries: make(map[cacheKey]resourceapi.Record, max),
-		maxPageRecords: 4 * max, pages: make(map[pageKey]resourceapi.Page),
-	}
-}
-
-// get returns the cached record, shared and read-only (see resourceapi.Store),
-// or nil and the generation to pass to put.
-func (c *recordCache) get(res *resourceapi.Resource, id int64) (resourceapi.Record, uint64) {
-	if c == nil {
-		return nil, 0
-	}
-	c.mu.Lock()
-	rec, gen := c.entries[cacheKey{res, id}], c.gen
-	c.mu.Unlock()
-	return rec, gen
-}
-
-// put stores rec, which its readers share from now on, if no write has ended
-// since gen was read.
-func (c *recordCache) put(res *resourceapi.Resource, rec resourceapi.Record, gen uint64) {
-	if c == nil || rec == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.gen != gen {
-		return
-	}
-	if len(c.entries) >= c.max {
-		for k := range c.entries { // evict an arbitrary entry: O(1), and good enough
-			delete(c.entries, k)
-			break
+		b = append(b, '|')
+		b = append(b, fv.Filter.Param...) // "" for an internal filter:
+		b = append(b, '/')
+		b = append(b, fv.Filter.Field...) // the field tells it apart
+		b = append(b, '=')
+		switch v := fv.Value.(type) {
+		case string:
+			b = strconv.AppendQuote(b, v)
+		case int64:
+			b = strconv.AppendInt(b, v, 10)
+		case bool:
+			b = strconv.AppendBool(b, v)
+		default:
+			b = fmt.Appendf(b, "%T:%v", v, v)
 		}
 	}
-	c.entries[cacheKey{res, rec.ID()}] = rec
-}
-
-// getPage returns the cached page for lq, its records shared and read-only,
-// or false and the generation to pass to putPage.
-func (c *recordCache) getPage(res *resourceapi.Resource, key string) (resourceapi.Page, bool, uint64) {
-	if c == nil {
-		return resourceapi.Page{}, false, 0
-	}
-	c.mu.Lock()
-	page, ok := c.pages[pageKey{res, key}]
-	gen := c.gen
-	c.mu.Unlock()
-	return page, ok, gen
-}
-
-// putPage stores page, which its readers share from now on, if no write has
-// ended since gen was read.
-func (c *recordCache) putPage(res *resourceapi.Resource, key string, page resourceapi.Page, gen uint64) {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.gen != gen {
-		return
-	}
-	k := pageKey{res, key}
-	c.dropPage(k)
-	for k := range c.pages { // evict arbitrary pages until the new one fits
-		if c.pageRecords+len(page.Records) <= c.maxPageRecords {
-			break
-		}
-		c.dropPage(k)
-	}
-	c.pages[k] = page
-	c.pageRecords += len(page.Records)
-}
-
-func (c *recordCache) dropPage(k pageKey) {
-	if old, ok := c.pages[k]; ok {
-		c.pageRecords -= len(old.Records)
-		delete(c.pages, k)
-	}
-}
-
-// invalidate drops record id of res (0: none) and every page of res after a
-// write to it ended, whether or not it committed.
-func (c *recordCache) invalidate(res *resourceapi.Resource, id int64) {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.gen++
-	delete(c.entries, cacheKey{res, id})
-	for k := range c.pages {
-		if k.res == res {
-			c.dropPage(k)
-		}
-	}
+	return string(b)
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/resourceapi/resourceapi"
@@ -52,25 +51,44 @@ type columns struct {
 	fields []*resourceapi.Field
 }
 
-var columnsCache sync.Map // *resourceapi.Resource -> *columns
+// readColumns returns the columns a read of res selects: every visible
+// field, items as a JSON aggregate of their table (see Dialect.Items).
+func (s *Store) readColumns(res *resourceapi.Resource) *columns {
+	return s.columnSet(res).read
+}
 
-func readColumns(res *resourceapi.Resource) *columns {
-	if c, ok := columnsCache.Load(res); ok {
-		return c.(*columns)
+// writeColumns returns the columns a write of res returns: the visible fields
+// stored in res's own table (the write knows the items it wrote).
+func (s *Store) returnColumns(res *resourceapi.Resource) *columns {
+	return s.columnSet(res).write
+}
+
+type columnSet struct{ read, write *columns }
+
+func (s *Store) columnSet(res *resourceapi.Resource) columnSet {
+	if c, ok := s.columns.Load(res); ok {
+		return c.(columnSet)
 	}
-	c := &columns{}
-	var names []string
+	read, write := &columns{}, &columns{}
+	var readNames, writeNames []string
 	for i := range res.Fields {
 		f := &res.Fields[i]
 		if f.WriteOnly {
 			continue
 		}
-		c.fields = append(c.fields, f)
-		names = append(names, column(f))
+		read.fields = append(read.fields, f)
+		if f.Type == resourceapi.TypeItems {
+			readNames = append(readNames, s.dialect.Items(res, f))
+			continue
+		}
+		readNames = append(readNames, column(f))
+		write.fields = append(write.fields, f)
+		writeNames = append(writeNames, column(f))
 	}
-	c.list = join(names)
-	columnsCache.Store(res, c)
-	return c
+	read.list, write.list = join(readNames), join(writeNames)
+	set := columnSet{read, write}
+	s.columns.Store(res, set)
+	return set
 }
 
 type scanner interface{ Scan(dest ...any) error }
@@ -81,7 +99,7 @@ func (c *columns) scan(row scanner, total *int) (resourceapi.Record, error) {
 	dest := make([]any, len(c.fields), len(c.fields)+1)
 	vals := make([]value, len(c.fields))
 	for i := range vals {
-		vals[i].typ = c.fields[i].Type
+		vals[i].f = c.fields[i]
 		dest[i] = &vals[i]
 	}
 	if total != nil {
@@ -99,19 +117,22 @@ func (c *columns) scan(row scanner, total *int) (resourceapi.Record, error) {
 
 // value scans one column into the Go type of its field's type.
 type value struct {
-	typ resourceapi.FieldType
-	v   any
+	f *resourceapi.Field
+	v any
 }
 
 func (v *value) Scan(src any) error {
 	if src == nil {
 		v.v = nil
-		if v.typ == resourceapi.TypeStrings {
+		switch v.f.Type {
+		case resourceapi.TypeStrings:
 			v.v = []string{}
+		case resourceapi.TypeItems:
+			v.v = []resourceapi.Record{}
 		}
 		return nil
 	}
-	switch v.typ {
+	switch v.f.Type {
 	case resourceapi.TypeInt:
 		var n sql.NullInt64
 		if err := n.Scan(src); err != nil {
@@ -157,10 +178,71 @@ func (v *value) Scan(src any) error {
 			return fmt.Errorf("scan list: %w", err)
 		}
 		v.v = list
+	case resourceapi.TypeItems:
+		var raw []byte
+		switch s := src.(type) {
+		case string:
+			raw = []byte(s)
+		case []byte:
+			raw = s
+		default:
+			return fmt.Errorf("scan %T into items", src)
+		}
+		items, err := scanItems(v.f.Items, raw)
+		if err != nil {
+			return fmt.Errorf("scan items: %w", err)
+		}
+		v.v = items
 	default:
-		return fmt.Errorf("scan into field type %v", v.typ)
+		return fmt.Errorf("scan into field type %v", v.f.Type)
 	}
 	return nil
+}
+
+// scanItems reads the JSON array of objects Dialect.Items builds into records
+// with values of the item fields' Go types.
+func scanItems(decl *resourceapi.Items, raw []byte) ([]resourceapi.Record, error) {
+	var objs []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &objs); err != nil {
+		return nil, err
+	}
+	items := make([]resourceapi.Record, len(objs))
+	for i, obj := range objs {
+		item := make(resourceapi.Record, len(decl.Fields))
+		for j := range decl.Fields {
+			f := &decl.Fields[j]
+			m, ok := obj[f.Name]
+			if !ok || string(m) == "null" {
+				item[f.Name] = nil
+				continue
+			}
+			var err error
+			switch f.Type {
+			case resourceapi.TypeInt:
+				var n int64
+				err = json.Unmarshal(m, &n)
+				item[f.Name] = n
+			case resourceapi.TypeString:
+				var s string
+				err = json.Unmarshal(m, &s)
+				item[f.Name] = s
+			case resourceapi.TypeBool:
+				var n json.Number
+				if err = json.Unmarshal(m, &n); err == nil { // SQLite: 0 or 1
+					item[f.Name] = n != "0"
+				} else {
+					var b bool
+					err = json.Unmarshal(m, &b)
+					item[f.Name] = b
+				}
+			}
+			if err != nil {
+				return nil, fmt.Errorf("item field %s: %w", f.Name, err)
+			}
+		}
+		items[i] = item
+	}
+	return items, nil
 }
 
 // EncodeStrings stores a list as a JSON array, which both SQLite (json_each)
@@ -179,3 +261,6 @@ func capitalize(s string) string {
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
 }
+
+// timeField scans a timestamp column that belongs to no declared field.
+var timeField = &resourceapi.Field{Type: resourceapi.TypeTime}

@@ -40,7 +40,7 @@ func (s *Store) account(ctx context.Context, where, from string, arg any) (resou
 	if err := ctx.Err(); err != nil {
 		return resourceapi.Account{}, err
 	}
-	cols := readColumns(resourceapi.Users)
+	cols := s.readColumns(resourceapi.Users)
 	list := make([]string, len(cols.fields))
 	for i, f := range cols.fields {
 		list[i] = "u." + column(f)
@@ -82,7 +82,7 @@ func (c *columns) scanExtra(row scanner, extra ...any) (resourceapi.Record, erro
 	dest := make([]any, len(c.fields), len(c.fields)+len(extra))
 	vals := make([]value, len(c.fields))
 	for i := range vals {
-		vals[i].typ = c.fields[i].Type
+		vals[i].f = c.fields[i]
 		dest[i] = &vals[i]
 	}
 	if err := row.Scan(append(dest, extra...)...); err != nil {

@@ -10,6 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/resourceapi/resourceapi"
@@ -51,6 +54,14 @@ type Dialect interface {
 	// LockRetain serialises the writes that check res's Retain invariant, on
 	// databases where transactions could otherwise both pass the check.
 	LockRetain(ctx context.Context, tx Execer, res *resourceapi.Resource) error
+	// Items returns an expression, over a row of res's table, whose value is
+	// a JSON array of the objects of field f (a TypeItems field), in order:
+	// each object has the item fields by name.
+	Items(res *resourceapi.Resource, f *resourceapi.Field) string
+	// ForeignKey reports whether err is a violation of a foreign key: a
+	// reference to a record that does not exist, or the delete of a record
+	// that a restricting reference still points to.
+	ForeignKey(err error) bool
 	// Permissions returns an expression, over the users row aliased user,
 	// whose value is a JSON array of the user's effective permissions: their
 	// own grants and those of their roles in the roles table, each once.
@@ -83,13 +94,25 @@ type Reader interface {
 	Read(ctx context.Context, fn func(ctx context.Context, q Querier) error) error
 }
 
+// Tx is the write transaction a Writer hands to fn.
+type Tx interface {
+	Querier
+	// AfterEnd registers f to run once the transaction has ended, committed
+	// or rolled back, before Write returns to any caller. It runs exactly
+	// once for every call, even when fn failed, or when the writer runs fn
+	// again in a new transaction (then the new run registers its own).
+	AfterEnd(f func())
+}
+
 // Writer runs fn in a write transaction and commits it. It returns fn's error
 // (with nothing committed) or the commit's. fn must use the context it is
 // given for its statements, not the caller's: a writer may share the
 // transaction with other callers (package sqlite groups commits), and one
-// caller's cancellation must not interrupt the others' writes.
+// caller's cancellation must not interrupt the others' writes. A writer may
+// run fn more than once, each time in a new transaction of which only the
+// last can commit.
 type Writer interface {
-	Write(ctx context.Context, fn func(ctx context.Context, q Querier) error) error
+	Write(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
 }
 
 // DB is the Reader and Writer of a server database reached through a
@@ -104,23 +127,37 @@ func (db DB) Read(ctx context.Context, fn func(ctx context.Context, q Querier) e
 // Write implements Writer. The caller's context can end the write up to the
 // commit, but not the commit itself: a commit cancelled in flight may or may
 // not have happened, and the caller must always know which.
-func (db DB) Write(ctx context.Context, fn func(ctx context.Context, q Querier) error) error {
-	tx, err := db.BeginTx(context.WithoutCancel(ctx), nil)
+func (db DB) Write(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
+	sqlTx, err := db.BeginTx(context.WithoutCancel(ctx), nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	defer tx.Rollback()
+	tx := &dbTx{Tx: sqlTx}
+	defer func() {
+		sqlTx.Rollback() // after a commit, a no-op
+		for _, f := range tx.after {
+			f()
+		}
+	}()
 	if err := fn(ctx, tx); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := sqlTx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
 }
+
+// dbTx is DB's Tx.
+type dbTx struct {
+	*sql.Tx
+	after []func()
+}
+
+func (tx *dbTx) AfterEnd(f func()) { tx.after = append(tx.after, f) }
 
 // Store implements resourceapi.Store on a SQL database.
 type Store struct {
@@ -128,7 +165,8 @@ type Store struct {
 	writer  Writer
 	dialect Dialect
 	now     resourceapi.Clock
-	cache   *recordCache
+	cache   *cache
+	columns sync.Map // *resourceapi.Resource -> columnSet, built once
 }
 
 var _ resourceapi.Store = (*Store)(nil)
@@ -140,9 +178,19 @@ type Config struct {
 	Dialect Dialect
 	// Now is the clock; nil is time.Now.
 	Now resourceapi.Clock
-	// CacheRecords, when positive, caches up to that many records by id. Set
-	// it only when this Store is the database's only writer.
+	// CacheRecords, when positive, caches up to that many entries (records
+	// by id, and list pages), whose estimated sizes add up to at most
+	// EntryBytes each on average. Set it only when every commit to the
+	// database either goes through this Store or is reported by
+	// ForeignCommits.
 	CacheRecords int
+	// ForeignCommits, when not nil, reports the commits made to the database
+	// without this Store (another process writing the SQLite file). It
+	// returns a count that grows with them, and must have counted every such
+	// commit that completed before it was called; ok false means it cannot
+	// tell now, and the read is answered by the database, uncached. Every
+	// read of the cache calls it first, from any goroutine.
+	ForeignCommits func() (count uint64, ok bool)
 }
 
 // New returns a Store for cfg.
@@ -151,17 +199,24 @@ func New(cfg Config) *Store {
 	if now == nil {
 		now = time.Now
 	}
+	cache := newCache(cfg.CacheRecords)
+	if cache != nil {
+		cache.foreign = cfg.ForeignCommits
+	}
 	return &Store{
 		reader:  cfg.Reader,
 		writer:  cfg.Writer,
 		dialect: cfg.Dialect,
 		now:     now,
-		cache:   newRecordCache(cfg.CacheRecords),
+		cache:   cache,
 	}
 }
 
 // Ping implements resourceapi.Store.
 func (s *Store) Ping(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("ping: %w", err)
+	}
 	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
 		var one int
 		return q.QueryRowContext(ctx, "SELECT 1").Scan(&one)
@@ -174,14 +229,22 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // List implements resourceapi.Store.
 func (s *Store) List(ctx context.Context, res *resourceapi.Resource, lq resourceapi.ListQuery) (resourceapi.Page, error) {
+	// A done context fails every call, even one the cache could answer.
+	if err := ctx.Err(); err != nil {
+		return resourceapi.Page{}, fmt.Errorf("list %s: %w", res.Name, err)
+	}
 	if err := lq.Check(res); err != nil {
 		return resourceapi.Page{}, err
 	}
-	key := listKey(lq)
-	page, ok, gen := s.cache.getPage(res, key)
-	if ok {
-		return page, nil
+	var key string
+	if s.cache != nil {
+		key = listKey(lq)
 	}
+	cached, ok, fill := s.cache.page(res, key)
+	if ok {
+		return cached, nil
+	}
+	var page resourceapi.Page // declared here, so that a hit allocates nothing
 	// One statement reads the page and its total, so they always agree
 	// without a transaction's round trips.
 	err := s.reader.Read(ctx, func(ctx context.Context, tx Querier) error {
@@ -192,13 +255,13 @@ func (s *Store) List(ctx context.Context, res *resourceapi.Resource, lq resource
 	if err != nil {
 		return resourceapi.Page{}, fmt.Errorf("list %s: %w", res.Name, err)
 	}
-	s.cache.putPage(res, key, page, gen)
+	s.cache.storePage(res, key, fill, page)
 	return page, nil
 }
 
 func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource, lq resourceapi.ListQuery) (resourceapi.Page, error) {
 	page := resourceapi.Page{Records: []resourceapi.Record{}}
-	cols := readColumns(res)
+	cols := s.readColumns(res)
 	q := s.newQuery()
 	q.WriteString("SELECT " + cols.list + ", ")
 	// The total comes with every row. With q, a window function counts the
@@ -294,10 +357,14 @@ func keptCount(lq resourceapi.ListQuery) bool {
 
 // Get implements resourceapi.Store.
 func (s *Store) Get(ctx context.Context, res *resourceapi.Resource, id int64) (resourceapi.Record, error) {
-	rec, gen := s.cache.get(res, id)
-	if rec != nil {
-		return rec, nil
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("get %s %d: %w", res.Singular, id, err)
 	}
+	cached, fill := s.cache.record(res, id)
+	if cached != nil {
+		return cached, nil
+	}
+	var rec resourceapi.Record // declared here, so that a hit allocates nothing
 	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
 		var err error
 		rec, err = s.get(ctx, q, res, id, "")
@@ -309,14 +376,14 @@ func (s *Store) Get(ctx context.Context, res *resourceapi.Resource, id int64) (r
 	if rec == nil {
 		return nil, notFound(res)
 	}
-	s.cache.put(res, rec, gen)
+	s.cache.storeRecord(res, fill, rec)
 	return rec, nil
 }
 
 // get returns the record, or nil when it does not exist. suffix ends the
 // query (a locking clause).
 func (s *Store) get(ctx context.Context, db Querier, res *resourceapi.Resource, id int64, suffix string) (resourceapi.Record, error) {
-	cols := readColumns(res)
+	cols := s.readColumns(res)
 	row := db.QueryRowContext(ctx, "SELECT "+cols.list+" FROM "+res.Name+" WHERE id = "+s.dialect.Placeholder(1)+suffix, id)
 	rec, err := cols.scan(row, nil)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -328,12 +395,14 @@ func (s *Store) get(ctx context.Context, db Querier, res *resourceapi.Resource, 
 // Create implements resourceapi.Store.
 func (s *Store) Create(ctx context.Context, res *resourceapi.Resource, rec resourceapi.Record) (resourceapi.Record, error) {
 	var out resourceapi.Record
-	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		var err error
-		out, err = s.create(ctx, tx, res, rec)
-		return err
+		if out, err = s.create(ctx, tx, res, rec); err != nil {
+			return err
+		}
+		s.changed(tx, change{res: res, id: out.ID()})
+		return nil
 	})
-	s.cache.invalidate(res, 0)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", res.Singular, err)
 	}
@@ -351,7 +420,7 @@ func (s *Store) CreateFirst(ctx context.Context, res *resourceapi.Resource, rec 
 		return nil, false, fmt.Errorf("create first %s: the record does not hold %s", res.Singular, res.Retain.Value)
 	}
 	var out resourceapi.Record
-	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		if err := s.dialect.LockRetain(ctx, tx, res); err != nil {
 			return fmt.Errorf("lock: %w", err)
 		}
@@ -359,10 +428,12 @@ func (s *Store) CreateFirst(ctx context.Context, res *resourceapi.Resource, rec 
 		if err != nil || n > 0 {
 			return err
 		}
-		out, err = s.create(ctx, tx, res, rec)
-		return err
+		if out, err = s.create(ctx, tx, res, rec); err != nil {
+			return err
+		}
+		s.changed(tx, change{res: res, id: out.ID()})
+		return nil
 	})
-	s.cache.invalidate(res, 0)
 	if err != nil {
 		return nil, false, fmt.Errorf("create first %s: %w", res.Singular, err)
 	}
@@ -373,7 +444,7 @@ func (s *Store) CreateFirst(ctx context.Context, res *resourceapi.Resource, rec 
 func (s *Store) Replace(ctx context.Context, res *resourceapi.Resource, id int64, rec resourceapi.Record, cond resourceapi.Condition) (resourceapi.Record, bool, error) {
 	var out resourceapi.Record
 	var created bool
-	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		cur, err := s.current(ctx, tx, res, id, rec, cond, true)
 		if err != nil {
 			return err
@@ -384,9 +455,12 @@ func (s *Store) Replace(ctx context.Context, res *resourceapi.Resource, id int64
 		} else {
 			out, err = s.update(ctx, tx, res, cur, rec)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		s.changed(tx, change{res: res, id: id})
+		return nil
 	})
-	s.cache.invalidate(res, id)
 	if err != nil {
 		return nil, false, wrap(err, "replace %s %d", res.Singular, id)
 	}
@@ -396,7 +470,7 @@ func (s *Store) Replace(ctx context.Context, res *resourceapi.Resource, id int64
 // Update implements resourceapi.Store.
 func (s *Store) Update(ctx context.Context, res *resourceapi.Resource, id int64, patch resourceapi.Record, cond resourceapi.Condition) (resourceapi.Record, error) {
 	var out resourceapi.Record
-	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		cur, err := s.current(ctx, tx, res, id, patch, cond, false)
 		if err != nil {
 			return err
@@ -404,10 +478,12 @@ func (s *Store) Update(ctx context.Context, res *resourceapi.Resource, id int64,
 		if cur == nil {
 			return notFound(res)
 		}
-		out, err = s.update(ctx, tx, res, cur, patch)
-		return err
+		if out, err = s.update(ctx, tx, res, cur, patch); err != nil {
+			return err
+		}
+		s.changed(tx, change{res: res, id: id})
+		return nil
 	})
-	s.cache.invalidate(res, id)
 	if err != nil {
 		return nil, wrap(err, "update %s %d", res.Singular, id)
 	}
@@ -416,7 +492,7 @@ func (s *Store) Update(ctx context.Context, res *resourceapi.Resource, id int64,
 
 // Delete implements resourceapi.Store.
 func (s *Store) Delete(ctx context.Context, res *resourceapi.Resource, id int64, cond resourceapi.Condition) error {
-	err := s.writer.Write(ctx, func(ctx context.Context, tx Querier) error {
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		cur, err := s.current(ctx, tx, res, id, nil, cond, false)
 		if err != nil {
 			return err
@@ -427,14 +503,78 @@ func (s *Store) Delete(ctx context.Context, res *resourceapi.Resource, id int64,
 		if err := s.checkRetain(ctx, tx, res, cur, nil); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, "DELETE FROM "+res.Name+" WHERE id = "+s.dialect.Placeholder(1), id)
-		return err
+		if _, err := tx.ExecContext(ctx, "DELETE FROM "+res.Name+" WHERE id = "+s.dialect.Placeholder(1), id); err != nil {
+			if s.dialect.ForeignKey(err) {
+				return restricted(res)
+			}
+			return err
+		}
+		s.changed(tx, change{res: res, id: id, whole: dependents(res)})
+		return nil
 	})
-	s.cache.invalidate(res, id)
 	if err != nil {
 		return wrap(err, "delete %s %d", res.Singular, id)
 	}
 	return nil
+}
+
+// changed invalidates the cache's entries that ch may make stale. Each write
+// calls it last in its transaction, when it has succeeded: it drops them
+// before the commit can become visible, and (AfterEnd) refuses what reads
+// that straddle the commit would store. A write that fails changes nothing
+// and invalidates nothing.
+func (s *Store) changed(tx Tx, ch change) {
+	if s.cache == nil {
+		return
+	}
+	s.cache.begin(ch)
+	tx.AfterEnd(func() { s.cache.end(ch) })
+}
+
+// dependents returns the resources whose records the database deletes with a
+// record of res (ON DELETE CASCADE), directly or through others: a delete
+// changes them without naming them. They come from the declarations: every
+// reference that is not Restrict cascades.
+func dependents(res *resourceapi.Resource) []*resourceapi.Resource {
+	var out []*resourceapi.Resource
+	var walk func(r *resourceapi.Resource)
+	walk = func(r *resourceapi.Resource) {
+		for _, d := range resourceapi.Declared() {
+			for _, f := range d.Fields {
+				if f.References == r.Name && !f.Restrict && !slices.Contains(out, d) && d != res {
+					out = append(out, d)
+					walk(d)
+				}
+			}
+		}
+	}
+	walk(res)
+	return out
+}
+
+// restricted is the error of a delete that a restricting reference refuses
+// (a product that orders list).
+func restricted(res *resourceapi.Resource) error {
+	var by []string
+	for _, d := range resourceapi.Declared() {
+		for _, f := range d.Fields {
+			if f.Items == nil {
+				continue
+			}
+			for _, sub := range f.Items.Fields {
+				if sub.References == res.Name && sub.Restrict {
+					by = append(by, d.Name)
+				}
+			}
+		}
+		for _, f := range d.Fields {
+			if f.References == res.Name && f.Restrict {
+				by = append(by, d.Name)
+			}
+		}
+	}
+	return resourceapi.Errorf(resourceapi.CodeConflict,
+		"The %s is referred to by %s, which keep it: it cannot be deleted while they exist", res.Singular, strings.Join(by, ", "))
 }
 
 // current reads, and locks where the database needs it, the record a write
@@ -583,6 +723,8 @@ func (s *Store) insert(ctx context.Context, tx Querier, res *resourceapi.Resourc
 	now := resourceapi.Timestamp(s.now())
 	q := s.newQuery()
 	cols, vals := []string{"id"}, []string{q.Arg(id)}
+	var items map[*resourceapi.Field][]resourceapi.Record
+	values := make(resourceapi.Record, len(res.Fields))
 	for i := range res.Fields {
 		f := &res.Fields[i]
 		if f.ReadOnly && !f.Computed {
@@ -595,13 +737,24 @@ func (s *Store) insert(ctx context.Context, tx Querier, res *resourceapi.Resourc
 		if ic, ok := v.(resourceapi.IfCreated); ok {
 			v = ic.Value
 		}
+		values[f.Name] = v
+		if f.Type == resourceapi.TypeItems {
+			if items == nil {
+				items = make(map[*resourceapi.Field][]resourceapi.Record)
+			}
+			items[f], _ = v.([]resourceapi.Record)
+			continue
+		}
 		for _, c := range writeColumns(f, v) {
 			cols, vals = append(cols, c.name), append(vals, q.Arg(c.value))
 		}
 	}
+	if err := s.checkReferences(ctx, tx, res, values); err != nil {
+		return nil, err
+	}
 	cols = append(cols, "created_at", "updated_at")
 	vals = append(vals, q.Arg(now), q.Arg(now))
-	read := readColumns(res)
+	read := s.returnColumns(res)
 	q.WriteString("INSERT INTO " + res.Name + " (" + join(cols) + ") VALUES (" + join(vals) + ")")
 	if ifFree {
 		q.WriteString(" ON CONFLICT (id) DO NOTHING")
@@ -614,7 +767,78 @@ func (s *Store) insert(ctx context.Context, tx Querier, res *resourceapi.Resourc
 	if err != nil {
 		return nil, s.writeError(res, err)
 	}
+	for f, list := range items {
+		if err := s.writeItems(ctx, tx, res, f, out.ID(), list); err != nil {
+			return nil, err
+		}
+		out[f.Name] = list
+	}
 	return out, nil
+}
+
+// checkReferences fails with CodeUnprocessable, naming each field, when rec
+// refers to records that do not exist. The foreign keys would refuse the
+// write too, but SQLite does not say which one failed; this way the client
+// learns which field is wrong, on every database. (A referenced record
+// deleted between this check and the commit is still refused, by the key.)
+func (s *Store) checkReferences(ctx context.Context, tx Querier, res *resourceapi.Resource, rec resourceapi.Record) error {
+	var details []resourceapi.FieldError
+	for i := range res.Fields {
+		f := &res.Fields[i]
+		id, ok := rec[f.Name].(int64)
+		if f.References == "" || !ok {
+			continue
+		}
+		ref := resourceapi.ResourceNamed(f.References)
+		var one int
+		err := tx.QueryRowContext(ctx, "SELECT 1 FROM "+ref.Name+" WHERE id = "+s.dialect.Placeholder(1), id).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			details = append(details, resourceapi.FieldError{Field: f.Name, Message: fmt.Sprintf("no %s has id %d", ref.Singular, id)})
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("check %s: %w", f.Name, err)
+		}
+	}
+	if len(details) > 0 {
+		return &resourceapi.Error{Code: resourceapi.CodeUnprocessable, Message: "The " + res.Singular + " refers to records that do not exist", Details: details}
+	}
+	return nil
+}
+
+// writeItems replaces the items of record id's field f with items, in order.
+func (s *Store) writeItems(ctx context.Context, tx Querier, res *resourceapi.Resource, f *resourceapi.Field, id int64, items []resourceapi.Record) error {
+	decl := f.Items
+	if _, err := tx.ExecContext(ctx, "DELETE FROM "+decl.Table+" WHERE "+decl.Key+" = "+s.dialect.Placeholder(1), id); err != nil {
+		return fmt.Errorf("write %s: %w", f.Name, err)
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	q := s.newQuery()
+	cols := []string{decl.Key, "position"}
+	for _, sub := range decl.Fields {
+		cols = append(cols, sub.Name)
+	}
+	q.WriteString("INSERT INTO " + decl.Table + " (" + join(cols) + ") VALUES ")
+	for i, item := range items {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		vals := []string{q.Arg(id), q.Arg(int64(i))}
+		for _, sub := range decl.Fields {
+			vals = append(vals, q.Arg(item[sub.Name]))
+		}
+		q.WriteString("(" + join(vals) + ")")
+	}
+	if _, err := tx.ExecContext(ctx, q.String(), q.args...); err != nil {
+		if s.dialect.ForeignKey(err) {
+			return &resourceapi.Error{Code: resourceapi.CodeUnprocessable,
+				Message: fmt.Sprintf("The %s's %s refer to records that do not exist", res.Singular, f.Name)}
+		}
+		return fmt.Errorf("write %s: %w", f.Name, err)
+	}
+	return nil
 }
 
 // update writes the fields present in change over cur and returns the stored
@@ -623,6 +847,8 @@ func (s *Store) update(ctx context.Context, tx Querier, res *resourceapi.Resourc
 	after := maps.Clone(cur)
 	q := s.newQuery()
 	var sets []string
+	var items map[*resourceapi.Field][]resourceapi.Record
+	changed := make(resourceapi.Record, len(change))
 	for i := range res.Fields {
 		f := &res.Fields[i]
 		v, ok := change[f.Name]
@@ -633,6 +859,14 @@ func (s *Store) update(ctx context.Context, tx Querier, res *resourceapi.Resourc
 			continue // the record exists: keep what is stored
 		}
 		after[f.Name] = v
+		changed[f.Name] = v
+		if f.Type == resourceapi.TypeItems {
+			if items == nil {
+				items = make(map[*resourceapi.Field][]resourceapi.Record)
+			}
+			items[f], _ = v.([]resourceapi.Record)
+			continue
+		}
 		for _, c := range writeColumns(f, v) {
 			sets = append(sets, c.name+" = "+q.Arg(c.value))
 		}
@@ -640,18 +874,40 @@ func (s *Store) update(ctx context.Context, tx Querier, res *resourceapi.Resourc
 	if err := s.checkRetain(ctx, tx, res, cur, after); err != nil {
 		return nil, err
 	}
+	if err := s.checkReferences(ctx, tx, res, changed); err != nil {
+		return nil, err
+	}
 	sets = append(sets, "updated_at = "+q.Arg(resourceapi.Timestamp(s.now())))
-	read := readColumns(res)
+	read := s.returnColumns(res)
 	q.WriteString("UPDATE " + res.Name + " SET " + join(sets) + " WHERE id = " + q.Arg(cur.ID()) + " RETURNING " + read.list)
 	out, err := read.scan(tx.QueryRowContext(ctx, q.String(), q.args...), nil)
 	if err != nil {
 		return nil, s.writeError(res, err)
 	}
+	for i := range res.Fields {
+		f := &res.Fields[i]
+		if f.Type != resourceapi.TypeItems {
+			continue
+		}
+		list, ok := items[f]
+		if !ok {
+			out[f.Name] = cur[f.Name] // unchanged
+			continue
+		}
+		if err := s.writeItems(ctx, tx, res, f, out.ID(), list); err != nil {
+			return nil, err
+		}
+		out[f.Name] = list
+	}
 	return out, nil
 }
 
-// writeError turns a unique violation into CodeConflict naming the field.
+// writeError turns a unique violation into CodeConflict naming the field,
+// and a violated reference into CodeUnprocessable.
 func (s *Store) writeError(res *resourceapi.Resource, err error) error {
+	if s.dialect.ForeignKey(err) {
+		return resourceapi.Errorf(resourceapi.CodeUnprocessable, "The %s refers to a record that does not exist", res.Singular)
+	}
 	col, ok := s.dialect.Unique(err)
 	if !ok {
 		return err

@@ -13,6 +13,46 @@ import (
 )
 
 func testList(t *testing.T, open opener) {
+	t.Run("InvalidQuery", func(t *testing.T) {
+		// Queries built by hand (as GraphQL builds them), not by
+		// ParseListQuery: the store refuses what is invalid with an error
+		// of CodeValidation, never a panic or a query with a negative
+		// OFFSET.
+		s := open(t)
+		seed(t, s, 3)
+		role := users.Filter("role")
+		foreign := &resourceapi.Filter{Param: "role", Kind: resourceapi.FilterContains, Field: "roles"}
+		for name, q := range map[string]resourceapi.ListQuery{
+			"zero value":          {},
+			"empty sort":          {Limit: 10},
+			"unknown sort":        {Limit: 10, Sort: "nope"},
+			"write-only sort":     {Limit: 10, Sort: "password"},
+			"zero limit":          {Sort: "id"},
+			"limit over the max":  {Sort: "id", Limit: resourceapi.MaxLimit + 1},
+			"negative offset":     {Sort: "id", Limit: 10, Offset: -10},
+			"huge offset":         {Sort: "id", Limit: 10, Offset: resourceapi.MaxOffset + 1},
+			"search with NUL":     {Sort: "id", Limit: 10, Search: "a\x00b"},
+			"foreign filter":      {Sort: "id", Limit: 10, Filters: []resourceapi.FilterValue{{Filter: foreign, Value: "admin"}}},
+			"nil filter":          {Sort: "id", Limit: 10, Filters: []resourceapi.FilterValue{{Value: "admin"}}},
+			"filter value type":   {Sort: "id", Limit: 10, Filters: []resourceapi.FilterValue{{Filter: role, Value: int64(1)}}},
+			"unknown field shown": {Sort: "id", Limit: 10, Fields: []string{"password"}},
+		} {
+			page, err := s.List(timeout(t), users, q)
+			if resourceapi.ErrorCode(err) != resourceapi.CodeValidation {
+				t.Errorf("List(%s) = %d records, %v; want a VALIDATION_ERROR", name, len(page.Records), err)
+			}
+		}
+		// A valid query built by hand works.
+		q, err := resourceapi.NewListQuery(users, resourceapi.ListQuery{Offset: 1, Limit: 1})
+		if err != nil {
+			t.Fatalf("NewListQuery = %v", err)
+		}
+		page, err := s.List(timeout(t), users, q)
+		if err != nil || len(page.Records) != 1 || page.Total != 3 {
+			t.Fatalf("List(offset 1, limit 1) = %d records of %d, %v; want 1 of 3", len(page.Records), page.Total, err)
+		}
+	})
+
 	t.Run("Empty", func(t *testing.T) {
 		s := open(t)
 		page := mustList(t, s)

@@ -101,6 +101,7 @@ func TestStore(t *testing.T, open func(t *testing.T) resourceapi.Store) {
 		{"Context", testContext},
 		{"MaxID", testMaxID},
 		{"Identity", testIdentity},
+		{"OAuth", testOAuth},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, opened) })

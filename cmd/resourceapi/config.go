@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -15,7 +16,7 @@ type config struct {
 	Addr            string         // RESOURCEAPI_ADDR
 	DatabaseURL     string         // RESOURCEAPI_DATABASE_URL: postgres://... or a SQLite path
 	SQLiteSync      string         // RESOURCEAPI_SQLITE_SYNC: full or normal
-	SQLiteCache     int            // RESOURCEAPI_SQLITE_CACHE: records cached by id; 0 turns the cache off
+	SQLiteCache     int            // RESOURCEAPI_SQLITE_CACHE: cache entries (records, list pages); 0 turns the cache off
 	AdminEmail      string         // RESOURCEAPI_ADMIN_EMAIL
 	AdminPassword   string         // RESOURCEAPI_ADMIN_PASSWORD
 	Vendor          string         // RESOURCEAPI_API_VENDOR
@@ -29,6 +30,7 @@ type config struct {
 	RateWindow      time.Duration  // RESOURCEAPI_RATE_WINDOW
 	RedisURL        string         // RESOURCEAPI_REDIS_URL: shared rate limits (and events) between instances
 	TrustedProxies  []netip.Prefix // RESOURCEAPI_TRUSTED_PROXIES: comma-separated addresses or CIDR prefixes
+	OAuthIssuer     string         // RESOURCEAPI_OAUTH_ISSUER: the authorization server's issuer URL; else derived from each request
 }
 
 // defaultSQLitePath is where the embedded database lives when no database is
@@ -99,6 +101,14 @@ func loadConfig(getenv func(string) string) (config, error) {
 		}
 	}
 
+	if v := strings.TrimSpace(getenv("RESOURCEAPI_OAUTH_ISSUER")); v != "" {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			errs = append(errs, "RESOURCEAPI_OAUTH_ISSUER must be an absolute URL without query or fragment, such as https://api.example.com")
+		}
+		cfg.OAuthIssuer = strings.TrimSuffix(v, "/")
+	}
+
 	if v := getenv("RESOURCEAPI_SQLITE_SYNC"); v != "" {
 		switch strings.ToLower(v) {
 		case "full", "normal":
@@ -110,7 +120,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if v := getenv("RESOURCEAPI_SQLITE_CACHE"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			errs = append(errs, "RESOURCEAPI_SQLITE_CACHE must be a number of records, 0 or more")
+			errs = append(errs, "RESOURCEAPI_SQLITE_CACHE must be a number of cache entries, 0 or more")
 		}
 		cfg.SQLiteCache = n
 	}

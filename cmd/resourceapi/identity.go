@@ -93,13 +93,17 @@ func (id *identity) Close() error {
 }
 
 // jwtSecret returns the key that signs access tokens: RESOURCEAPI_JWT_SECRET,
-// or one generated for this process.
-//
-// TODO(oauth merge): keep the generated key in the database (SettingStore), so
-// that restarts and other instances accept tokens already issued.
+// or one generated on the first start and kept in the database (decisions
+// §1), so that restarts and other instances accept tokens already issued.
+// Instances starting together on an empty database all get the one stored
+// first.
 func jwtSecret(ctx context.Context, cfg config, db store) ([]byte, error) {
 	if cfg.JWTSecret != "" {
 		return []byte(cfg.JWTSecret), nil
 	}
-	return []byte(rand.Text() + rand.Text()), nil
+	secret, err := db.Setting(ctx, "jwt_secret", rand.Text()+rand.Text())
+	if err != nil {
+		return nil, fmt.Errorf("access tokens: %w", err)
+	}
+	return []byte(secret), nil
 }

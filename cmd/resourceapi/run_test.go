@@ -42,6 +42,7 @@ func TestConfigErrors(t *testing.T) {
 		"format":   {"RESOURCEAPI_LOG_FORMAT": "xml"},
 		"access":   {"RESOURCEAPI_ACCESS_LOG": "perhaps"},
 		"shutdown": {"RESOURCEAPI_SHUTDOWN_TIMEOUT": "-1s"},
+		"issuer":   {"RESOURCEAPI_OAUTH_ISSUER": "https://auth.example.com/?x=1"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := loadConfig(env(kv)); err == nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -13,16 +14,19 @@ import (
 	"github.com/resourceapi/resourceapi"
 	"github.com/resourceapi/resourceapi/argon2id"
 	"github.com/resourceapi/resourceapi/http"
+	"github.com/resourceapi/resourceapi/oauth"
 	"github.com/resourceapi/resourceapi/postgres"
 	"github.com/resourceapi/resourceapi/sqlite"
 )
 
 // store is what the program needs of a database: resources, identities,
-// and connections to release.
+// the authorization server's state, settings, and connections to release.
 type store interface {
 	resourceapi.Store
 	resourceapi.IdentityStore
 	resourceapi.FirstCreator
+	resourceapi.OAuthStore
+	resourceapi.SettingStore
 	Close() error
 }
 
@@ -105,11 +109,27 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	if cfg.AccessLog {
 		accessLog = newLogger(cfg, out)
 	}
+	// The sign-in form's CSRF key, like the JWT secret, is generated once
+	// and kept in the database, so that every instance accepts the forms
+	// another served.
+	csrfKey, err := db.Setting(ctx, "oauth_csrf_key", rand.Text()+rand.Text())
+	if err != nil {
+		return err
+	}
+	authServer := oauth.NewServer(oauth.Config{
+		Store:   db,
+		Auth:    id.auth,
+		Tokens:  id.tokens,
+		Issuer:  cfg.OAuthIssuer,
+		Logger:  log,
+		CSRFKey: []byte(csrfKey),
+	})
 	api := http.NewServer(http.Config{
 		Service:        service,
 		Auth:           id.auth,
 		RateLimiter:    id.limiter,
 		TrustedProxies: cfg.TrustedProxies,
+		OAuth:          authServer.Handler(),
 		Logger:         log,
 		AccessLog:      accessLog,
 		Vendor:         cfg.Vendor,

@@ -1,0 +1,171 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/resourceapi/resourceapi"
+)
+
+// TestWatchUsesWALIndex checks, where the WAL index can be mapped, that it
+// passes its self-checks, so that reads of the cache run no query between
+// writes: a silent fallback to the exact check would keep the store correct
+// but slow.
+func TestWatchUsesWALIndex(t *testing.T) {
+	if runtime.GOOS == "windows" || runtime.GOOS == "plan9" || runtime.GOOS == "js" || runtime.GOOS == "wasip1" {
+		t.Skip("the WAL index is not mapped here")
+	}
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "watch.db"), Options{Sync: SyncNormal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	w := db.watch
+	if !w.useIndex.Load() {
+		t.Fatal("the WAL index is not used after Open")
+	}
+	for i := range 3 {
+		rec := resourceapi.Record{"name": "W", "email": string(rune('a'+i)) + "@example.com"}
+		if err := resourceapi.Validate(resourceapi.Users, rec, resourceapi.ModeCreate); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Create(ctx, resourceapi.Users, rec); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Get(ctx, resourceapi.Users, 1); err != nil {
+			t.Fatal(err)
+		}
+		checks := w.started.Load()
+		for range 10 {
+			if _, err := db.Get(ctx, resourceapi.Users, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := w.started.Load() - checks; got != 0 {
+			t.Fatalf("after write %d, 10 cached reads ran %d exact checks, want 0", i+1, got)
+		}
+		if !w.useIndex.Load() {
+			t.Fatalf("the WAL index failed its self-check after write %d", i+1)
+		}
+	}
+	if n := w.foreign.Load(); n != 0 {
+		t.Fatalf("%d foreign commits counted, want 0: the store's own commits are not foreign", n)
+	}
+}
+
+// TestWatchWithoutWALIndex checks the fallback where the WAL index cannot be
+// used: every read of the cache runs the exact check (or shares one), and a
+// foreign commit is still seen.
+func TestWatchWithoutWALIndex(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "fallback.db")
+	db, err := Open(ctx, path, Options{Sync: SyncNormal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.watch.close() // as if it could not be mapped
+	rec := resourceapi.Record{"name": "Before", "email": "a@example.com"}
+	if err := resourceapi.Validate(resourceapi.Users, rec, resourceapi.ModeCreate); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Create(ctx, resourceapi.Users, rec); err != nil {
+		t.Fatal(err)
+	}
+	name := func() any {
+		t.Helper()
+		got, err := db.Get(ctx, resourceapi.Users, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got["name"]
+	}
+	name()
+	checks := db.watch.started.Load()
+	if got := name(); got != "Before" {
+		t.Fatalf("name = %q, want %q", got, "Before")
+	}
+	if db.watch.started.Load() == checks {
+		t.Fatal("a cached read without the WAL index ran no exact check")
+	}
+
+	other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Exec("UPDATE users SET name = 'After' WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := name(); got != "After" {
+		t.Fatalf("after a foreign commit, name = %q, want %q", got, "After")
+	}
+}
+
+// TestWatchAbandonsFrozenWALIndex maps a copy of the -shm, which no commit
+// updates, in place of the real one: the store's first commit finds the
+// header unchanged, stops trusting it, and a foreign commit is still seen.
+func TestWatchAbandonsFrozenWALIndex(t *testing.T) {
+	if runtime.GOOS == "windows" || runtime.GOOS == "plan9" || runtime.GOOS == "js" || runtime.GOOS == "wasip1" {
+		t.Skip("the WAL index is not mapped here")
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "frozen.db")
+	db, err := Open(ctx, path, Options{Sync: SyncNormal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	shm, err := os.ReadFile(path + "-shm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyPath := filepath.Join(dir, "copy.db")
+	if err := os.WriteFile(copyPath+"-shm", shm, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	frozen, err := openWALIndex(copyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := db.watch
+	w.mu.Lock()
+	w.index.close()
+	w.index = frozen
+	err = w.check(ctx)
+	w.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	rec := resourceapi.Record{"name": "Before", "email": "a@example.com"}
+	if err := resourceapi.Validate(resourceapi.Users, rec, resourceapi.ModeCreate); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Create(ctx, resourceapi.Users, rec); err != nil {
+		t.Fatal(err)
+	}
+	if w.useIndex.Load() {
+		t.Fatal("a WAL index that the commit left unchanged is still trusted")
+	}
+	if got, err := db.Get(ctx, resourceapi.Users, 1); err != nil || got["name"] != "Before" {
+		t.Fatalf("Get = %v, %v", got, err)
+	}
+	other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Exec("UPDATE users SET name = 'After' WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := db.Get(ctx, resourceapi.Users, 1); err != nil || got["name"] != "After" {
+		t.Fatalf("after a foreign commit, Get = %v, %v; want the name After", got, err)
+	}
+}
