@@ -2,6 +2,7 @@ package http_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -55,9 +56,9 @@ func chromium() string {
 	return ""
 }
 
-// TestDocsPageInBrowser loads /docs in headless Chromium and waits until the
-// page has rendered the list operation of every declared resource (users,
-// api-keys, ...) from the served document. Every request the browser makes
+// TestDocsPageInBrowser loads /docs in headless Chromium and scrolls until
+// the page has rendered the list operation of every declared resource
+// (users, orders, api-keys, ...) from the served document. Every request the browser makes
 // must go to the test server, and the page must run without a script error
 // or a Content-Security-Policy violation.
 func TestDocsPageInBrowser(t *testing.T) {
@@ -134,15 +135,31 @@ func TestDocsPageInBrowser(t *testing.T) {
 		selectors = append(selectors, chromedp.CSS("#operations-"+op.Tags[0]+"-"+op.OperationID))
 	}
 	first := selectors[0]
-	steps := []chromedp.Action[chromedp.Void]{chromedp.Navigate(c.base + "/docs")}
+	err = chromedp.Do(runCtx, chromedp.Navigate(c.base+"/docs"))
 	for _, sel := range selectors {
-		steps = append(steps, chromedp.WaitVisible(sel))
+		if err != nil {
+			break
+		}
+		// Swagger UI renders operations as they come into view, so the
+		// page is scrolled, as a reader would, until the operation is there.
+		scroll := fmt.Sprintf(`(() => {
+			const e = document.querySelector(%q);
+			if (e) { e.scrollIntoView(); return true; }
+			window.scrollBy(0, window.innerHeight);
+			return false;
+		})()`, string(sel))
+		err = chromedp.Do(runCtx,
+			chromedp.Poll[chromedp.Void](scroll, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(30*time.Second)),
+			chromedp.WaitVisible(sel))
+		if err != nil {
+			err = fmt.Errorf("find %s: %w", sel, err)
+		}
 	}
 	// Open the first operation: its parameters render from the document.
-	steps = append(steps,
-		chromedp.Click(first+" .opblock-summary-control"),
-		chromedp.WaitVisible(first+" .parameters"))
-	err = chromedp.Do(runCtx, steps...)
+	if err == nil {
+		err = chromedp.Do(runCtx, chromedp.Evaluate[chromedp.Void]("window.scrollTo(0, 0)"),
+			chromedp.Click(first+" .opblock-summary-control"), chromedp.WaitVisible(first+" .parameters"))
+	}
 	var params string
 	if err == nil {
 		params, err = chromedp.Run(runCtx, chromedp.Text(first+" .parameters"))
