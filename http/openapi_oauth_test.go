@@ -76,7 +76,7 @@ func TestOpenAPIOAuth(t *testing.T) {
 	page := anon.get("/oauth/authorize?" + q.Encode())
 	page.mustStatus(t, http.StatusOK)
 	q.Set("client_id", "rac_unknown")
-	anon.get("/oauth/authorize?" + q.Encode()).mustStatus(t, http.StatusBadRequest)
+	anon.get("/oauth/authorize?"+q.Encode()).mustStatus(t, http.StatusBadRequest)
 	anon.get("/.well-known/oauth-authorization-server").mustStatus(t, http.StatusOK)
 	anon.do("HEAD", "/.well-known/oauth-authorization-server", "").mustStatus(t, http.StatusOK)
 	anon.do("OPTIONS", "/oauth/token", "").mustStatus(t, http.StatusOK)
