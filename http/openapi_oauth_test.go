@@ -80,6 +80,8 @@ func TestOpenAPIOAuth(t *testing.T) {
 	anon.get("/.well-known/oauth-authorization-server").mustStatus(t, http.StatusOK)
 	anon.do("HEAD", "/.well-known/oauth-authorization-server", "").mustStatus(t, http.StatusOK)
 	anon.do("OPTIONS", "/oauth/token", "").mustStatus(t, http.StatusOK)
+	anon.get("/oauth/nothing").mustStatus(t, http.StatusNotFound)
+	anon.get("/oauth/token").mustStatus(t, http.StatusMethodNotAllowed)
 }
 
 // tokenIssuer signs access tokens as the test servers' Authenticator
