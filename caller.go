@@ -113,6 +113,22 @@ func SystemCaller() *Caller {
 
 type callerKey struct{}
 
+type credentialErrorKey struct{}
+
+// WithCredentialError returns a context that carries why the request's
+// credential was refused (a transport that serves some fields without a
+// credential, GraphQL, lets each field decide).
+func WithCredentialError(ctx context.Context, err error) context.Context {
+	return context.WithValue(ctx, credentialErrorKey{}, err)
+}
+
+// CredentialErrorFrom returns the error WithCredentialError put in ctx, or
+// nil.
+func CredentialErrorFrom(ctx context.Context) error {
+	err, _ := ctx.Value(credentialErrorKey{}).(error)
+	return err
+}
+
 // WithCaller returns a context that carries c.
 func WithCaller(ctx context.Context, c *Caller) context.Context {
 	return context.WithValue(ctx, callerKey{}, c)

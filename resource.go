@@ -415,6 +415,21 @@ func (r *Resource) authorizeFields(caller *Caller, rec Record) error {
 	return nil
 }
 
+// CreatableByPut reports whether a PUT to an absent id may create a record:
+// not when the service generates part of it (a key, a client's secret) or
+// creates what it needs (BeforeCreate), which only POST does.
+func (r *Resource) CreatableByPut() bool {
+	if r.BeforeCreate != nil {
+		return false
+	}
+	for _, f := range r.Fields {
+		if f.Generate != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // ParentOf returns the parent id rec holds, or 0 when the resource is not
 // nested.
 func (r *Resource) ParentOf(rec Record) int64 {

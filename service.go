@@ -299,6 +299,10 @@ func (s *Service) guard(c *Caller, res *Resource, op Op, a allowed, item Item, c
 		if cur == nil && a == ifOwner && op != OpReplace {
 			return notFound(res)
 		}
+		if cur == nil && op == OpReplace && !res.CreatableByPut() {
+			return Errorf(CodeNotFound, "%s not found; a new %s is created with POST, which generates its secrets",
+				capitalize(res.Singular), res.Singular)
+		}
 		if err := s.check(c, res, op, a, item, cur); err != nil {
 			return err
 		}

@@ -82,13 +82,45 @@ func (s *Server) requireCaller(next http.Handler) http.Handler {
 	})
 }
 
-// clientIP returns the address of the client: the peer, unless the peer is
-// a trusted proxy, in which case the right-most X-Forwarded-For address that
-// is not itself a trusted proxy. Addresses a client writes into the header
-// are believed only as far as a trusted proxy vouches for them.
-func (s *Server) clientIP(r *http.Request) netip.Addr {
+// withIdentity passes every request on with what identify found in its
+// context: the caller, or why its credential was refused
+// (resourceapi.CredentialErrorFrom). It refuses nothing: the handler
+// decides (GraphQL serves some fields without a credential).
+func (s *Server) withIdentity(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.identify(r)
+		info := infoFrom(r)
+		ctx := r.Context()
+		if info.caller != nil {
+			ctx = resourceapi.WithCaller(ctx, info.caller)
+		}
+		if info.authErr != nil {
+			ctx = resourceapi.WithCredentialError(ctx, info.authErr)
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// clientIP returns the address of the client (see ClientAddr).
+func (s *Server) clientIP(r *http.Request) netip.Addr { return ClientAddr(r, s.trustedProxies) }
+
+// ClientAddr returns the address of the client of r: the peer, unless the
+// peer is one of the trusted proxies, in which case the right-most
+// X-Forwarded-For address that is not itself a trusted proxy. Addresses a
+// client writes into the header are believed only as far as a trusted proxy
+// vouches for them. Package oauth uses it too (through cmd), so that both
+// throttle the same address.
+func ClientAddr(r *http.Request, trustedProxies []netip.Prefix) netip.Addr {
+	trusted := func(a netip.Addr) bool {
+		for _, p := range trustedProxies {
+			if p.Contains(a) {
+				return true
+			}
+		}
+		return false
+	}
 	peer := remoteAddr(r)
-	if len(s.trustedProxies) == 0 || !s.trusted(peer) {
+	if len(trustedProxies) == 0 || !trusted(peer) {
 		return peer
 	}
 	hops := r.Header.Values("X-Forwarded-For")
@@ -101,21 +133,12 @@ func (s *Server) clientIP(r *http.Request) netip.Addr {
 				return addr // a malformed hop: trust nothing before it
 			}
 			addr = a.Unmap()
-			if !s.trusted(addr) {
+			if !trusted(addr) {
 				return addr
 			}
 		}
 	}
 	return addr
-}
-
-func (s *Server) trusted(a netip.Addr) bool {
-	for _, p := range s.trustedProxies {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
 }
 
 // remoteAddr returns the peer address of the connection.

@@ -214,6 +214,9 @@ func TestAPIKeys(t *testing.T) {
 		}
 		// A user may not make a key for someone else.
 		ann.post("/api/api-keys", `{"user_id":1}`).mustError(t, http.StatusForbidden, resourceapi.CodeForbidden)
+		// PUT does not create keys or clients: only POST generates secrets.
+		c.do("PUT", "/api/api-keys/424242", `{"name":"x"}`).mustError(t, http.StatusNotFound, resourceapi.CodeNotFound)
+		c.do("PUT", "/api/oauth-clients/424242", `{"name":"x","grants":["client_credentials"]}`).mustError(t, http.StatusNotFound, resourceapi.CodeNotFound)
 		// An admin may.
 		r = c.post("/api/api-keys", `{"user_id":2,"name":"for Ann"}`)
 		r.mustStatus(t, http.StatusCreated)

@@ -20,8 +20,8 @@ func (s *Server) RoutePatterns() []string {
 }
 
 // OpenAPIOf returns the document of a server that would serve res (declared
-// or not yet), with default settings and OAuth mounted.
+// or not yet), with default settings and OAuth and GraphQL mounted.
 func OpenAPIOf(res ...*resourceapi.Resource) ([]byte, error) {
-	s := &Server{vendor: "example", maxBody: DefaultMaxBodyBytes, oauth: struct{ http.Handler }{}}
+	s := &Server{vendor: "example", maxBody: DefaultMaxBodyBytes, oauth: struct{ http.Handler }{}, graphql: struct{ http.Handler }{}}
 	return newOpenAPI(s.routesOf(res), openAPIContext{vendor: s.vendor, oauth: true, limited: true, maxBody: s.maxBody})
 }

@@ -152,12 +152,21 @@ func (g *docGen) document(rs []route) *oaDocument {
 		case kindOAuth:
 			if rt.method == "" { // the subtree; the metadata route follows
 				g.oauthRoutes(&doc.Paths)
+				doc.Tags = append(doc.Tags, oaTag{Name: "oauth", Description: "The OAuth 2.0 authorization server."})
+			}
+		case kindGraphQL:
+			if rt.path == "/graphql" { // and /graphql/, whose paths are its own
+				g.graphqlRoutes(&doc.Paths)
+				doc.Tags = append(doc.Tags, oaTag{Name: "graphql", Description: "The GraphQL endpoint."})
 			}
 		}
 	}
-	// Every path has OPTIONS, answered from the methods the path has.
+	// Every path has OPTIONS, answered from the methods the path has, but
+	// the GraphQL endpoint, whose handler answers every method itself.
 	for i := range doc.Paths {
-		g.options(doc.Paths[i].key, doc.Paths[i].value)
+		if doc.Paths[i].key != "/graphql" {
+			g.options(doc.Paths[i].key, doc.Paths[i].value)
+		}
 	}
 	g.errorComponents()
 	doc.Components = g.comp
@@ -201,7 +210,7 @@ fields are ignored. A successful write returns the record as stored, with ` + "`
 ` + "`PUT`" + ` with ` + "`If-None-Match: *`" + ` only creates. Tags are strong; a compressed response's tag ends in
 ` + "`-gzip`" + ` or ` + "`-deflate`" + ` inside the quotes, which comparisons ignore.
 
-**Every path** answers ` + "`OPTIONS`" + ` (200 with ` + "`Allow`" + `) and ` + "`HEAD`" + ` where it answers ` + "`GET`" + `; another method
+**Every path** but ` + "`/graphql`" + ` answers ` + "`OPTIONS`" + ` (200 with ` + "`Allow`" + `) and ` + "`HEAD`" + ` where it answers ` + "`GET`" + `; another method
 is 405 ` + "`METHOD_NOT_ALLOWED`" + ` with ` + "`Allow`" + ` (response ` + "`Error405`" + `), and a path that does not exist is 404.
 Responses of 1 KiB or more are compressed (gzip or deflate) when ` + "`Accept-Encoding`" + ` asks. Every response
 carries ` + "`X-Request-ID`" + ` (the client's own, when it sends a valid one), which error bodies repeat.` +

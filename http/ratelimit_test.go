@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -175,4 +177,35 @@ type failingLimiter struct{}
 
 func (failingLimiter) AllowN(context.Context, string, int) (resourceapi.RateDecision, error) {
 	return resourceapi.RateDecision{}, errors.New("connection refused")
+}
+
+func TestClientAddr(t *testing.T) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	for _, tt := range []struct {
+		peer    string
+		xff     []string
+		trusted []netip.Prefix
+		want    string
+	}{
+		{"203.0.113.7:4000", nil, nil, "203.0.113.7"},
+		{"203.0.113.7:4000", []string{"1.2.3.4"}, nil, "203.0.113.7"},     // nobody trusted: the header is ignored
+		{"203.0.113.7:4000", []string{"1.2.3.4"}, trusted, "203.0.113.7"}, // not from a proxy
+		{"10.1.1.1:4000", []string{"1.2.3.4"}, trusted, "1.2.3.4"},
+		{"10.1.1.1:4000", []string{"6.6.6.6, 1.2.3.4, 10.2.2.2"}, trusted, "1.2.3.4"}, // a client's own entry is not believed
+		{"10.1.1.1:4000", []string{"6.6.6.6", "1.2.3.4"}, trusted, "1.2.3.4"},         // several header lines
+		{"10.1.1.1:4000", []string{"junk, 1.2.3.4"}, trusted, "1.2.3.4"},
+		{"10.1.1.1:4000", []string{"1.2.3.4, junk"}, trusted, "10.1.1.1"}, // a malformed hop: nothing before it
+		{"10.1.1.1:4000", []string{"10.3.3.3"}, trusted, "10.3.3.3"},      // all proxies: the farthest
+		{"[::1]:4000", []string{"2001:db8::1"}, trusted, "2001:db8::1"},
+		{"[::ffff:10.1.1.1]:4000", []string{"1.2.3.4"}, trusted, "1.2.3.4"},
+	} {
+		r := httptest.NewRequest("GET", "/api/users", nil)
+		r.RemoteAddr = tt.peer
+		for _, v := range tt.xff {
+			r.Header.Add("X-Forwarded-For", v)
+		}
+		if got := rhttp.ClientAddr(r, tt.trusted).String(); got != tt.want {
+			t.Errorf("peer %s, X-Forwarded-For %q, trusted %v: %s, want %s", tt.peer, tt.xff, tt.trusted, got, tt.want)
+		}
+	}
 }

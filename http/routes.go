@@ -37,6 +37,12 @@ func (s *Server) routesOf(resources []*resourceapi.Resource) []route {
 			route{path: "/oauth/", kind: kindOAuth, handler: s.oauth},
 			route{method: "GET", path: "/.well-known/oauth-authorization-server", kind: kindOAuth, handler: s.oauth})
 	}
+	if s.graphql != nil {
+		// The GraphQL handler serves /graphql and everything under it.
+		rs = append(rs,
+			route{path: "/graphql", kind: kindGraphQL, handler: s.withIdentity(s.graphql)},
+			route{path: "/graphql/", kind: kindGraphQL, handler: s.withIdentity(s.graphql)})
+	}
 	for _, res := range resources {
 		h := s.resource(res)
 		for _, prefix := range apiPrefixes {
@@ -63,7 +69,8 @@ func (s *Server) routesOf(resources []*resourceapi.Resource) []route {
 // route is one entry of the HTTP surface: a ServeMux pattern and what it
 // serves, described well enough for the OpenAPI document.
 type route struct {
-	// method is empty for a subtree handed to another package (/oauth/).
+	// method is empty for a path handed to another package, which answers
+	// every method itself (/oauth/, /graphql).
 	method string
 	// prefix is the API prefix (one of apiPrefixes) of a resource route;
 	// "" elsewhere.
@@ -98,6 +105,7 @@ const (
 	kindDocs
 	kindDocsFile
 	kindOAuth
+	kindGraphQL
 )
 
 // mux registers the routes on a ServeMux, behind routeErrors.

@@ -34,6 +34,12 @@ type Config struct {
 	// OAuth, when set, serves /oauth/ and
 	// /.well-known/oauth-authorization-server (package oauth).
 	OAuth http.Handler
+	// GraphQL, when set, serves /graphql and everything under it (package
+	// graph). Its requests carry the caller of their credential, if any
+	// (resourceapi.CallerFrom), or why the credential was refused
+	// (resourceapi.CredentialErrorFrom): a request without one is not
+	// refused here, as some fields are public.
+	GraphQL http.Handler
 	// Logger receives every error a client only sees as INTERNAL, with its
 	// cause; nil discards them.
 	Logger *slog.Logger
@@ -60,6 +66,7 @@ type Server struct {
 	limiter        resourceapi.RateLimiter
 	trustedProxies []netip.Prefix
 	oauth          http.Handler
+	graphql        http.Handler
 	logger         *slog.Logger
 	vendor         string
 	corsOrigins    []string
@@ -87,6 +94,7 @@ func NewServer(cfg Config) *Server {
 		limiter:        cfg.RateLimiter,
 		trustedProxies: cfg.TrustedProxies,
 		oauth:          cfg.OAuth,
+		graphql:        cfg.GraphQL,
 		logger:         cfg.Logger,
 		vendor:         strings.ToLower(cfg.Vendor),
 		corsOrigins:    cfg.CORSOrigins,

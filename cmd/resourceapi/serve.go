@@ -123,6 +123,9 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		Issuer:  cfg.OAuthIssuer,
 		Logger:  log,
 		CSRFKey: []byte(csrfKey),
+		ClientIP: func(r *nethttp.Request) string {
+			return http.ClientAddr(r, cfg.TrustedProxies).String()
+		},
 	})
 	api := http.NewServer(http.Config{
 		Service:        service,

@@ -6,11 +6,15 @@ import (
 	"github.com/resourceapi/resourceapi"
 )
 
-// The authorization server (Config.OAuth) routes its own paths under
-// /oauth/; this package only mounts it. Its endpoints are those of the OAuth
-// 2.0 RFCs (6749 and 7636 for the token endpoint and the authorization code
-// grant with PKCE, 7009 for revocation, 8414 for the metadata), described
-// here so that the document covers the whole server when it is mounted.
+// The handlers of other packages that the server mounts (Config.OAuth,
+// Config.GraphQL) route their own paths; this package only mounts them. They
+// are described here so that the document covers the whole server.
+//
+// The authorization server's endpoints are those of the OAuth 2.0 RFCs (6749
+// and 7636 for the token endpoint and the authorization code grant with
+// PKCE, 7009 for revocation, 8414 for the metadata). The GraphQL endpoint is
+// described as far as GraphQL over HTTP fixes it: a query in, data and
+// errors out.
 
 // oauthRoutes adds the authorization server's endpoints.
 func (g *docGen) oauthRoutes(paths *ordered[*oaPathItem]) {
@@ -169,4 +173,55 @@ func (g *docGen) oauthSchemas() {
 			{"response_type", str("")}, {"client_id", str("")}, {"redirect_uri", str("")}, {"state", str("")},
 			{"scope", str("")}, {"code_challenge", str("")}, {"code_challenge_method", str("")},
 		}})
+}
+
+// graphqlRoutes adds the GraphQL endpoint. Credentials are optional there:
+// each field decides what it needs.
+func (g *docGen) graphqlRoutes(paths *ordered[*oaPathItem]) {
+	obj := func(desc string) *schema { return &schema{Type: []string{"object", "null"}, Description: desc} }
+	s := &g.comp.Schemas
+	s.set("GraphQLRequest", &schema{Type: "object", Required: []string{"query"},
+		Properties: ordered[*schema]{
+			{"query", &schema{Type: "string", Description: "The GraphQL document."}},
+			{"operationName", &schema{Type: []string{"string", "null"}, Description: "The operation to run, when the document has several."}},
+			{"variables", obj("Values of the operation's variables.")},
+			{"extensions", obj("Protocol extensions.")},
+		}})
+	s.set("GraphQLResponse", &schema{Type: "object",
+		Description: "A GraphQL response: data, and errors each with a message, locations, path and extensions.code (the error codes of the REST API).",
+		Properties: ordered[*schema]{
+			{"data", &schema{Description: "The result, null when the operation could not run."}},
+			{"errors", &schema{Type: "array", Items: &schema{Type: "object", Required: []string{"message"},
+				Properties: ordered[*schema]{{"message", &schema{Type: "string"}}}}}},
+			{"extensions", &schema{Type: "object"}},
+		}})
+	result := func() *oaResponse {
+		mt := &oaMediaType{Schema: &schema{Ref: ref("schemas", "GraphQLResponse")}}
+		return &oaResponse{Description: "The result of the operation; errors of fields are in errors.",
+			Headers: g.headers(false, true),
+			Content: ordered[*oaMediaType]{{"application/json", mt}, {"application/graphql-response+json", mt}}}
+	}
+	other := &oaResponse{Description: "What GraphQL over HTTP answers otherwise (a request that is not GraphQL, a WebSocket upgrade, an unsupported method)."}
+	security := append(g.requirements(), oaRequirement{})
+	item := pathItem(paths, "/graphql")
+	item.Servers = rootServers
+	item.Parameters = []*oaParam{g.param("X-Request-ID")}
+	item.Post = &oaOperation{OperationID: "graphql", Tags: []string{"graphql"}, Summary: "Run a GraphQL operation",
+		Description: "Queries and mutations go through the same rule layer as REST, with the same credentials (optional here: each field says what it needs).",
+		Security:    &security,
+		RequestBody: &oaRequestBody{Required: true, Content: ordered[*oaMediaType]{
+			{"application/json", &oaMediaType{Schema: &schema{Ref: ref("schemas", "GraphQLRequest")}}}}}}
+	item.Post.Responses.set("200", result())
+	item.Post.Responses = g.rootErrors(item.Post.Responses, 429)
+	item.Post.Responses.set("default", other)
+	q := func(name, desc string, required bool) *oaParam {
+		return &oaParam{Name: name, In: "query", Description: desc, Required: required, Schema: &schema{Type: "string"}}
+	}
+	item.Get = &oaOperation{OperationID: "graphqlGet", Tags: []string{"graphql"}, Summary: "Run a GraphQL query (GET)",
+		Description: "A query (not a mutation) in the URL.", Security: &security,
+		Parameters: []*oaParam{q("query", "The GraphQL document.", true), q("operationName", "The operation to run.", false),
+			q("variables", "The variables, as JSON.", false), q("extensions", "Protocol extensions, as JSON.", false)}}
+	item.Get.Responses.set("200", result())
+	item.Get.Responses = g.rootErrors(item.Get.Responses, 429)
+	item.Get.Responses.set("default", other)
 }
