@@ -191,3 +191,22 @@ func fill(n int, err error) []error {
 	}
 	return errs
 }
+
+// Versioner is implemented by stores that can tell, without a query,
+// whether the records of resources may have changed: a store whose every
+// write goes through it or is reported to it (package sqlite). Front doors
+// use it to keep what they computed from those records for exactly as long
+// as it is current (GraphQL's users cache).
+type Versioner interface {
+	// Version returns a value that differs from every earlier one once a
+	// write that may change a record of any of res has begun, by this
+	// process or, where the store can tell, another; ok is false when it
+	// cannot tell now (a write of one of them is in flight, or the store
+	// cannot know), and then nothing should be kept or served on its
+	// strength. Comparing two values with == says whether anything changed
+	// between them.
+	Version(res ...*Resource) (v Version, ok bool)
+}
+
+// Version is a Versioner's value for a set of resources.
+type Version [4]uint64

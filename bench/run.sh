@@ -7,7 +7,7 @@
 # server costs per request. See bench/README.md for what the numbers mean.
 #
 # Settings (environment): BENCH_DURATION (10s), BENCH_CONNS (64),
-# BENCH_USERS (10000), BENCH_SCENARIOS (get,list,search,create,distinct),
+# BENCH_USERS (10000), BENCH_SCENARIOS (get,gql-get,list,gql-list,search,create,distinct),
 # BENCH_DISTINCT (requests of distinct, 200000),
 # BENCH_KEEP=1 keeps the temporary directory (database, server log) and the
 # PostgreSQL database. RESOURCEAPI_* variables (RESOURCEAPI_SQLITE_SYNC,
@@ -20,7 +20,7 @@ engine=${1:-sqlite}
 duration=${BENCH_DURATION:-10s}
 conns=${BENCH_CONNS:-64}
 users=${BENCH_USERS:-10000}
-scenarios=${BENCH_SCENARIOS:-get,list,search,create,distinct}
+scenarios=${BENCH_SCENARIOS:-get,gql-get,list,gql-list,search,create,distinct}
 distinct=${BENCH_DISTINCT:-}
 
 work=$(mktemp -d /tmp/resourceapi-bench.XXXXXX)
@@ -162,6 +162,8 @@ IFS=, read -ra scenario_list <<<"$scenarios"
 for scenario in "${scenario_list[@]}"; do
 	count=()
 	if [ "$scenario" = distinct ] && [ -n "$distinct" ]; then count=(-requests "$distinct"); fi
+	# gql-list reads users 1..20 with their posts: give them 5 each, once.
+	if [ "$scenario" = gql-list ] && [ -z "${posts_seeded:-}" ]; then count+=(-posts 5); posts_seeded=1; fi
 	"$work/load" -url "$base" -c "$conns" -d "$duration" -users "$users" ${seed[@]+"${seed[@]}"} ${auth[@]+"${auth[@]}"} \
 		${count[@]+"${count[@]}"} -scenario "$scenario" | tee -a "$work/server.txt"
 	seed=()

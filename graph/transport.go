@@ -14,6 +14,8 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/resourceapi/resourceapi"
 )
 
 // Media types of GraphQL responses.
@@ -108,8 +110,28 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 		writeResponse(w, status, media, resp)
 		return
 	}
+	// The users cache (usercache.go): a query of users by a caller is
+	// answered from it while the store says nothing changed.
+	var key [32]byte
+	var before resourceapi.Version
+	keep := false
+	if uc := t.h.users; uc != nil && cacheable(opCtx.Operation) && resourceapi.CredentialErrorFrom(ctx) == nil {
+		var ok bool
+		if key, ok = uc.key(opCtx, resourceapi.CallerFrom(ctx)); ok {
+			if body, hit := uc.get(key); hit {
+				writeBody(w, http.StatusOK, media, body)
+				return
+			}
+			before, keep = uc.version()
+		}
+	}
 	responses, ctx := exec.DispatchOperation(ctx, opCtx)
-	writeResponse(w, http.StatusOK, media, responses(ctx))
+	resp := responses(ctx)
+	body := encodeResponse(resp)
+	if keep && len(resp.Errors) == 0 && resp.Data != nil {
+		t.h.users.put(key, before, body)
+	}
+	writeBody(w, http.StatusOK, media, body)
 }
 
 // fromURL reads the parameters of a GET.
@@ -320,14 +342,30 @@ type wireResponse struct {
 }
 
 func writeResponse(w http.ResponseWriter, status int, media string, resp *graphql.Response) {
+	writeBody(w, status, media, encodeResponse(resp))
+}
+
+// encodeResponse encodes resp. The common response, data alone, is put
+// together around gqlgen's data as it is: encoding/json would check and
+// compact it once more.
+func encodeResponse(resp *graphql.Response) []byte {
+	if len(resp.Errors) == 0 && len(resp.Extensions) == 0 && len(resp.Data) > 0 {
+		b := make([]byte, 0, len(resp.Data)+10)
+		b = append(b, `{"data":`...)
+		b = append(b, resp.Data...)
+		return append(b, '}')
+	}
 	b, err := json.Marshal(wireResponse{Errors: resp.Errors, Data: resp.Data, Extensions: resp.Extensions})
 	if err != nil {
-		status = http.StatusInternalServerError
-		b = []byte(`{"errors":[{"message":"Internal server error","extensions":{"code":"INTERNAL_SERVER_ERROR"}}]}`)
+		return []byte(`{"errors":[{"message":"Internal server error","extensions":{"code":"INTERNAL_SERVER_ERROR"}}]}`)
 	}
+	return b
+}
+
+func writeBody(w http.ResponseWriter, status int, media string, body []byte) {
 	w.Header().Set("Content-Type", media+"; charset=utf-8")
 	w.WriteHeader(status)
-	w.Write(b)
+	w.Write(body)
 }
 
 // writeRequestError answers a request that was not executed with one error.

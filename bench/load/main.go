@@ -63,6 +63,7 @@ type config struct {
 	timeout   time.Duration
 	scenarios []string
 	seed      int
+	posts     int // posts to create for each of users 1..20
 	users     int
 	requests  int // per scenario; 0: run for duration
 	header    http.Header
@@ -81,6 +82,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "limit on one request; a request that exceeds it counts as an error")
 	scenarios := fs.String("scenario", "get", "comma-separated `list` of scenarios: "+strings.Join(scenarioNames(), ", "))
 	fs.IntVar(&c.seed, "seed", 0, "create `N` users first, unless the server already has at least N; 0 seeds nothing")
+	fs.IntVar(&c.posts, "posts", 0, "create `N` posts for each of users 1..20 first (for gql-list)")
 	fs.IntVar(&c.users, "users", 0, "how many users the scenarios draw ids and pages from (`N`); default the -seed value, or 10000")
 	fs.IntVar(&c.requests, "requests", 0, "send `N` requests per scenario, however long they take, instead of running for -d; by default distinct sends "+strconv.Itoa(distinctRequests)+" and the others run for -d")
 	c.header = make(http.Header)
@@ -156,6 +158,18 @@ var scenarioByName = map[string]scenario{
 		q = q[:strings.IndexByte(q, '@')-1] // user00042 -> user0004
 		return request{method: "GET", path: "/api/users?q=" + url.QueryEscape(q) + "&sort=name&order=desc"}
 	},
+	// GraphQL's counterpart of get: one user's name and email by a random
+	// id, the document the same every time (the id is a variable), so the
+	// server parses and validates it once.
+	"gql-get": func(c *config, _ string, _, _ int) request {
+		return request{method: "POST", path: "/graphql", body: []byte(`{"query":"query($id: ID!) { user(id: $id) { name email } }","variables":{"id":"` +
+			strconv.Itoa(1+rand.IntN(c.users)) + `"}}`)}
+	},
+	// The first 20 users with their posts' titles: a list, and a batched
+	// read of the posts of all of them (see -posts).
+	"gql-list": func(_ *config, _ string, _, _ int) request {
+		return request{method: "POST", path: "/graphql", body: []byte(`{"query":"{ users(limit: 20) { id name posts { title } } }"}`)}
+	},
 	// A new user with an email no run has used: every request is one write
 	// transaction with a uniqueness check.
 	"create": func(_ *config, run string, w, n int) request {
@@ -214,6 +228,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer client.CloseIdleConnections()
 	if c.seed > 0 {
 		if err := seed(ctx, &c, client, stderr); err != nil {
+			return err
+		}
+	}
+	if c.posts > 0 {
+		if err := seedPosts(ctx, &c, client, stderr); err != nil {
 			return err
 		}
 	}
@@ -283,6 +302,25 @@ func do(ctx context.Context, c *config, client *http.Client, r request) (status 
 // seed creates users 1..c.seed unless the server already has as many. An
 // existing email (409) counts as created, so an interrupted seed can be
 // resumed.
+func seedPosts(ctx context.Context, c *config, client *http.Client, stderr io.Writer) error {
+	n := 0
+	for u := 1; u <= 20; u++ {
+		for i := range c.posts {
+			body := fmt.Appendf(nil, `{"title":"Post %d of user %d","content":"Seeded for gql-list.","author_id":%d}`, i, u, u)
+			status, err := do(ctx, c, client, request{method: "POST", path: "/api/posts", body: body})
+			if err == nil && status != http.StatusCreated {
+				err = fmt.Errorf("status %d", status)
+			}
+			if err != nil {
+				return fmt.Errorf("seed posts: %w", err)
+			}
+			n++
+		}
+	}
+	fmt.Fprintf(stderr, "seed: created %d posts\n", n)
+	return nil
+}
+
 func seed(ctx context.Context, c *config, client *http.Client, stderr io.Writer) error {
 	total, err := countUsers(ctx, c, client)
 	if err != nil {

@@ -1,0 +1,75 @@
+package graph_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"path/filepath"
+	"testing"
+
+	"github.com/resourceapi/resourceapi"
+	"github.com/resourceapi/resourceapi/sqlite"
+)
+
+// benchServer serves a SQLite database (cache on, as served) with 100
+// users, the first 20 with 5 posts each.
+func benchServer(b *testing.B) *server {
+	b.Helper()
+	db, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"), sqlite.Options{Sync: sqlite.SyncNormal})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	s := mustServer(b, db)
+	mustUsers(b, s, 19, 5)
+	mustUsers(b, s, 80, 0)
+	return s
+}
+
+// benchPost sends body to path in parallel and fails on any non-200 or
+// GraphQL error.
+func benchPost(b *testing.B, s *server, method, path string, body []byte) {
+	b.ReportAllocs()
+	b.SetParallelism(16) // 32 clients on 2 cores, as a loaded server sees
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+		for pb.Next() {
+			var rd io.Reader
+			if body != nil {
+				rd = bytes.NewReader(body)
+			}
+			req, _ := http.NewRequest(method, s.url+path, rd)
+			req.Header.Set("X-API-Key", s.admin)
+			req.Header.Set("Content-Type", "application/json")
+			res, err := client.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			out, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != 200 || bytes.Contains(out, []byte(`"errors"`)) {
+				b.Fatalf("%d %s", res.StatusCode, out)
+			}
+		}
+	})
+}
+
+// The query of the issue's benchmark: 20 users with their posts' titles.
+func BenchmarkUsersWithPosts(b *testing.B) {
+	s := benchServer(b)
+	benchPost(b, s, http.MethodPost, "/graphql", []byte(`{"query":"{ users(limit: 20) { id name posts { title } } }"}`))
+}
+
+// One user over GraphQL, and the same over REST.
+func BenchmarkUserGraphQL(b *testing.B) {
+	s := benchServer(b)
+	benchPost(b, s, http.MethodPost, "/graphql", []byte(`{"query":"query($id: ID!) { user(id: $id) { name email } }","variables":{"id":"7"}}`))
+}
+
+func BenchmarkUserREST(b *testing.B) {
+	s := benchServer(b)
+	benchPost(b, s, http.MethodGet, "/api/users/7", nil)
+}
+
+var _ = resourceapi.Users
