@@ -105,7 +105,7 @@ type WebSocketOptions struct {
 	// MaxSubscriptions bounds the subscriptions open at once on one
 	// connection (default 20).
 	MaxSubscriptions int
-	// Buffer is how many events a subscriber may fall behind (default 32);
+	// Buffer is how many events a subscriber may fall behind (default 16);
 	// one further behind is disconnected with 1008.
 	Buffer int
 }
@@ -202,7 +202,7 @@ func setDefaults(cfg *Options) {
 		ws.MaxMessageBytes = 64 << 10
 	}
 	def(&ws.MaxSubscriptions, 20)
-	def(&ws.Buffer, 32)
+	def(&ws.Buffer, 16)
 }
 
 // schemaText returns the schema's files, in order, as one document.
