@@ -119,6 +119,7 @@ type Handler struct {
 	sdl    []byte
 	assets http.Handler
 	users  *usersCache // nil: no users cache (see usercache.go)
+	conns  wsConns     // open subscription connections
 }
 
 //go:embed schema/*.graphqls

@@ -106,6 +106,7 @@ type server struct {
 	admin string
 	// ids are the ids of the accounts mustAccount made, by email.
 	ids map[string]int64
+	gql *graph.Handler
 }
 
 // mustServer serves st until tb ends. opts adjust the handler's Options and
@@ -141,11 +142,13 @@ func mustServerWith(tb testing.TB, st store, opts ...func(*graph.Options, *rhttp
 	for _, o := range opts {
 		o(&gopts, &hcfg)
 	}
-	hcfg.GraphQL = graph.New(gopts)
+	gql := graph.New(gopts)
+	hcfg.GraphQL = gql
 	ts := httptest.NewUnstartedServer(rhttp.NewServer(hcfg).Handler())
 	ts.Start()
 	tb.Cleanup(ts.Close)
-	return &server{tb: tb, url: ts.URL, service: svc, hub: hub, tokens: tokens, ids: map[string]int64{}}
+	tb.Cleanup(gql.Shutdown)
+	return &server{tb: tb, url: ts.URL, service: svc, hub: hub, tokens: tokens, ids: map[string]int64{}, gql: gql}
 }
 
 // mustServerSharing serves st, a second handle on other's database, as

@@ -33,6 +33,10 @@ const (
 type wsConn struct {
 	h      *Handler
 	client string // the client address, for password throttling
+	// cancel ends the connection's context, which closes it.
+	cancel context.CancelFunc
+	// accepted is closed once the connection is hijacked.
+	accepted chan struct{}
 
 	mu     sync.Mutex
 	conn   *websocket.Conn
@@ -53,15 +57,78 @@ func wsConnFrom(ctx context.Context) *wsConn {
 }
 
 // serveWebSocket serves a subscription connection (gqlgen's transport,
-// over wsImplementation).
+// over wsImplementation) in a goroutine of its own: once the connection is
+// hijacked, the request's goroutine returns, and with it the deep stack of
+// the middleware it ran through, which a long-lived connection would
+// otherwise keep (about a third of an idle subscriber's memory). The
+// connection's context keeps the request's values (the caller) but not its
+// cancellation, which ends when the handler returns: Shutdown ends it.
 func (h *Handler) serveWebSocket(w http.ResponseWriter, r *http.Request) {
-	c := &wsConn{h: h}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	c := &wsConn{h: h, cancel: cancel, accepted: make(chan struct{})}
 	if h.cfg.ClientIP != nil {
 		c.client = h.cfg.ClientIP(r)
 	}
-	r = r.WithContext(context.WithValue(r.Context(), wsConnKey{}, c))
-	h.exec.ServeHTTP(w, r)
-	c.stop()
+	if !h.conns.add(c) {
+		cancel()
+		writeRequestError(w, http.StatusServiceUnavailable, mediaJSON, "UNAVAILABLE", "The server is shutting down")
+		return
+	}
+	r = r.WithContext(context.WithValue(ctx, wsConnKey{}, c))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer h.conns.remove(c)
+		defer cancel()
+		defer c.stop()
+		h.exec.ServeHTTP(w, r)
+	}()
+	select {
+	case <-c.accepted: // the connection is the goroutine's now
+	case <-done: // refused before the upgrade: the response is written
+	}
+}
+
+// wsConns are the open subscription connections, for Shutdown.
+type wsConns struct {
+	mu     sync.Mutex
+	conns  map[*wsConn]struct{}
+	closed bool
+}
+
+func (s *wsConns) add(c *wsConn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	if s.conns == nil {
+		s.conns = make(map[*wsConn]struct{})
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *wsConns) remove(c *wsConn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// Shutdown closes every subscription connection (1000, "terminated") and
+// refuses new ones: for http.Server.RegisterOnShutdown, as net/http does
+// not track hijacked connections.
+func (h *Handler) Shutdown() {
+	h.conns.mu.Lock()
+	h.conns.closed = true
+	conns := make([]*wsConn, 0, len(h.conns.conns))
+	for c := range h.conns.conns {
+		conns = append(conns, c)
+	}
+	h.conns.mu.Unlock()
+	for _, c := range conns {
+		c.cancel()
+	}
 }
 
 // closeWith closes the connection with code and reason, once, without
@@ -214,8 +281,9 @@ func (i wsImplementation) Accept(w http.ResponseWriter, r *http.Request, opts tr
 	}
 	c := wsConnFrom(r.Context())
 	if c == nil {
-		c = &wsConn{h: i.h}
+		c = &wsConn{h: i.h, cancel: func() {}, accepted: make(chan struct{})}
 	}
+	close(c.accepted)
 	ws := i.h.cfg.WebSocket
 	c.mu.Lock()
 	c.conn, c.proto = conn, conn.Subprotocol()

@@ -174,6 +174,25 @@ func TestSubscriptions(t *testing.T) {
 	}
 }
 
+// Shutdown closes every subscription connection, and refuses new ones.
+func TestSubscriptionsEndOnShutdown(t *testing.T) {
+	s := mustServer(t, backends()[0].open(t, nil))
+	c := s.dial(t, "graphql-transport-ws", nil)
+	c.init(map[string]any{"X-API-Key": s.admin})
+	c.subscribe("1", "subscription { userCreated { id } }")
+	waitFor(t, "the subscriber", func() bool { return s.hub.Subscribers("userCreated") == 1 })
+	s.gql.Shutdown()
+	if got := c.closeStatus(); got != websocket.StatusNormalClosure {
+		t.Fatalf("close status = %d, want 1000", got)
+	}
+	waitFor(t, "no subscriber", func() bool { return s.hub.Subscribers("userCreated") == 0 })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, res, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(s.url, "http")+"/graphql", nil); err == nil || res == nil || res.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("dial after shutdown: %v, %v; want 503", err, res)
+	}
+}
+
 func TestSubscriptionCredentials(t *testing.T) {
 	for _, proto := range protocols {
 		t.Run(proto, func(t *testing.T) {

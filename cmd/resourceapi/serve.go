@@ -176,6 +176,9 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	// net/http does not track hijacked connections: the subscriptions'
+	// are closed when the shutdown begins.
+	srv.RegisterOnShutdown(gql.Shutdown)
 	log.Info("listening", "addr", ln.Addr().String(), "database", cfg.describeDatabase())
 
 	served := make(chan error, 1)
