@@ -266,7 +266,8 @@ func TestListFields(t *testing.T) {
 				t.Errorf("fields=email,name,id: keys = %v, want [id name email]", got)
 			}
 		}
-		r = c.get("/api/users?fields=%20roles%20,deleted,roles")
+		// Spaces around names are forgiven (the document's names have none).
+		r = c.lenient().get("/api/users?fields=%20roles%20,deleted,roles")
 		if got := objectKeys(t, mustFirst(t, r.body)); !slices.Equal(got, []string{"roles", "deleted"}) {
 			t.Errorf("keys = %v, want [roles deleted]", got)
 		}

@@ -288,6 +288,47 @@ func TestPathWithURICharacters(t *testing.T) {
 	}
 }
 
+// TestAccountsFollowOtherProcesses: accounts are cached (authentication costs
+// no query for a repeated caller), yet a role's permissions changed by
+// another process (an operator's SQL) apply to the next lookup.
+func TestAccountsFollowOtherProcesses(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "acct.db")
+	db, err := sqlite.Open(ctx, path, sqlite.Options{Sync: sqlite.SyncNormal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	u, err := db.Create(ctx, resourceapi.Users, resourceapi.Record{"name": "A", "email": "a@example.com",
+		"roles": []string{resourceapi.RoleUser}, "permissions": []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	can := func() bool {
+		t.Helper()
+		acct, err := db.AccountByID(ctx, u.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return acct.Caller().Can("orders:write")
+	}
+	first, cached := can(), can() // the second answer comes from the cache
+	if first || cached {
+		t.Fatal("a plain user can write orders")
+	}
+	other, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Exec(`UPDATE roles SET permissions = '["orders:write"]' WHERE name = 'user'`); err != nil {
+		t.Fatal(err)
+	}
+	if !can() {
+		t.Fatal("after the role changed in another process, the cached account still lacks the permission")
+	}
+}
+
 // TestRestrictedDelete deletes a product that an order lists, which the
 // order's items keep (ON DELETE RESTRICT): CodeConflict, and nothing
 // deleted. SQLite reports a RESTRICT action as SQLITE_CONSTRAINT_TRIGGER,

@@ -1003,6 +1003,4 @@ func wrap(err error, format string, args ...any) error {
 	return fmt.Errorf(format+": %w", append(args, err)...)
 }
 
-func notFound(res *resourceapi.Resource) error {
-	return resourceapi.Errorf(resourceapi.CodeNotFound, "%s not found", capitalize(res.Singular))
-}
+func notFound(res *resourceapi.Resource) error { return resourceapi.NotFound(res) }
