@@ -56,7 +56,7 @@ var OAuthClients = NewResource(Resource{
 		{Name: "id", Type: TypeInt, ReadOnly: true, Sortable: true},
 		{Name: "client_id", Type: TypeString, Unique: true, Sortable: true, Generate: newClientID},
 		{Name: "name", Type: TypeString, Required: true, Sortable: true, Searchable: true, Normalize: trimSpace, Check: checkName},
-		{Name: "secret", Type: TypeString, WriteOnly: true, Secret: SecretToken, Generate: newClientSecret},
+		{Name: "secret", Type: TypeString, WriteOnly: true, Nullable: true, Secret: SecretToken, Generate: newClientSecret}, // none for a public client
 		{Name: "public", Type: TypeBool, Keep: true, Default: func() any { return false }},
 		{Name: "grants", Type: TypeStrings, Required: true, Normalize: normalizeSet, Check: checkGrants},
 		{Name: "redirect_uris", Type: TypeStrings, Default: func() any { return []string{} }, Keep: true, Check: checkRedirectURIs},

@@ -233,8 +233,19 @@ func compareJSON(a, b any) int {
 		yi, _ := b.(json.Number).Int64()
 		return cmp.Compare(xi, yi)
 	}
+	if x, ok := a.(bool); ok { // false first
+		y := b.(bool)
+		return cmp.Compare(boolRank(x), boolRank(y))
+	}
 	// Strings, including timestamps, whose fixed format sorts as text.
 	return cmp.Compare(a.(string), b.(string))
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func TestListFields(t *testing.T) {

@@ -140,19 +140,27 @@ func (dialect) Permissions(u string) string {
 		"SELECT rp.value FROM roles r, json_each(r.permissions) rp WHERE r.name IN (SELECT value FROM json_each(" + u + ".roles))))"
 }
 
-// Items aggregates the item rows of a record into a JSON array, in order.
-func (dialect) Items(res *resourceapi.Resource, f *resourceapi.Field) string {
-	var kv []string
-	for _, sub := range f.Items.Fields {
-		kv = append(kv, "'"+sub.Name+"', "+sub.Name)
-	}
-	return "(SELECT coalesce(json_group_array(json_object(" + strings.Join(kv, ", ") + ") ORDER BY position), '[]') FROM " +
-		f.Items.Table + " WHERE " + f.Items.Key + " = " + res.Name + ".id)"
+// ObjectArray aggregates rows into a JSON array of objects (SQLite 3.44's
+// ordered aggregates).
+func (dialect) ObjectArray(keyValues, orderBy string) string {
+	return "coalesce(json_group_array(json_object(" + keyValues + ") ORDER BY " + orderBy + "), '[]')"
 }
 
 // ForeignKey reports SQLite's foreign key violations (which do not say which
-// key failed).
+// key failed). A reference that keeps the record it names (ON DELETE
+// RESTRICT) refuses the delete as a trigger would, with
+// SQLITE_CONSTRAINT_TRIGGER; of those, only its message tells it from a
+// trigger's own RAISE.
 func (dialect) ForeignKey(err error) bool {
 	var e *sqlite.Error
-	return errors.As(err, &e) && e.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+	if !errors.As(err, &e) {
+		return false
+	}
+	switch e.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+		return true
+	case sqlite3.SQLITE_CONSTRAINT_TRIGGER:
+		return strings.Contains(e.Error(), "FOREIGN KEY constraint failed")
+	}
+	return false
 }

@@ -328,3 +328,43 @@ func TestAccountsFollowOtherProcesses(t *testing.T) {
 		t.Fatal("after the role changed in another process, the cached account still lacks the permission")
 	}
 }
+
+// TestRestrictedDelete deletes a product that an order lists, which the
+// order's items keep (ON DELETE RESTRICT): CodeConflict, and nothing
+// deleted. SQLite reports a RESTRICT action as SQLITE_CONSTRAINT_TRIGGER,
+// not SQLITE_CONSTRAINT_FOREIGNKEY, and the store used to let it through as
+// an internal error (a 500).
+func TestRestrictedDelete(t *testing.T) {
+	ctx := context.Background()
+	db := mustOpen(t, sqlite.Options{})
+	create := func(res *resourceapi.Resource, rec resourceapi.Record) int64 {
+		t.Helper()
+		if err := resourceapi.Validate(res, rec, resourceapi.ModeCreate); err != nil {
+			t.Fatal(err)
+		}
+		out, err := db.Create(ctx, res, rec)
+		if err != nil {
+			t.Fatalf("create %s: %v", res.Singular, err)
+		}
+		return out.ID()
+	}
+	user := create(resourceapi.Users, resourceapi.Record{"name": "Ann", "email": "ann@example.com"})
+	product := create(resourceapi.Products, resourceapi.Record{"name": "Engine", "price_cents": int64(100)})
+	order := resourceapi.Record{"user_id": user, "items": []resourceapi.Record{{"product_id": product, "quantity": int64(2)}}}
+	if err := resourceapi.Validate(resourceapi.Orders, order, resourceapi.ModeCreate); err != nil {
+		t.Fatal(err)
+	}
+	order["items"].([]resourceapi.Record)[0]["unit_price_cents"] = int64(100)
+	order["total_cents"] = int64(200)
+	if _, err := db.Create(ctx, resourceapi.Orders, order); err != nil {
+		t.Fatalf("create order: %v", err)
+	}
+
+	err := db.Delete(ctx, resourceapi.Products, product, nil)
+	if got := resourceapi.ErrorCode(err); got != resourceapi.CodeConflict {
+		t.Fatalf("Delete(product an order lists) = %v (code %s), want %s", err, got, resourceapi.CodeConflict)
+	}
+	if _, err := db.Get(ctx, resourceapi.Products, product); err != nil {
+		t.Fatalf("Get(product) after a refused delete = %v", err)
+	}
+}
