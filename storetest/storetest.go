@@ -104,6 +104,7 @@ func TestStore(t *testing.T, open func(t *testing.T) resourceapi.Store) {
 		{"Identity", testIdentity},
 		{"OAuth", testOAuth},
 		{"Resources", testResources},
+		{"Batch", testBatch},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, opened) })
