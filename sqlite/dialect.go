@@ -156,3 +156,7 @@ func (dialect) ForeignKey(err error) bool {
 	var e *sqlite.Error
 	return errors.As(err, &e) && e.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
 }
+
+// SkipLocked is empty: one process serves a SQLite file, and its relay is
+// the only one.
+func (dialect) SkipLocked() string { return "" }
