@@ -27,6 +27,7 @@ type store interface {
 	resourceapi.FirstCreator
 	resourceapi.OAuthStore
 	resourceapi.SettingStore
+	resourceapi.Outbox
 	Close() error
 }
 
@@ -78,6 +79,10 @@ func migrate(ctx context.Context, cfg config, stderr io.Writer) error {
 	return nil
 }
 
+// testHookServing, set only by tests, is given the instance's events as
+// serve starts, as a subscriber (GraphQL) is.
+var testHookServing func(resourceapi.Events)
+
 func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	// Everything serve writes to stderr goes through one writer, so that the
 	// lines of the main logger and of the buffered access log never splice.
@@ -104,6 +109,19 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		return err
 	}
 	defer id.Close()
+	// Deferred after the identity and the database, so that it runs before
+	// their Close: the relay's last round needs both.
+	ev, err := startEvents(ctx, cfg, db, id.redis, log)
+	if err != nil {
+		return err
+	}
+	defer ev.Close()
+	// events is what subscriptions read (GraphQL: the graph handler's
+	// resourceapi.Events). Its subscriptions close when serve returns.
+	var events resourceapi.Events = ev.hub
+	if testHookServing != nil {
+		testHookServing(events)
+	}
 
 	var accessLog *slog.Logger
 	if cfg.AccessLog {
