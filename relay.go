@@ -13,10 +13,12 @@ import (
 // events from there.
 type Outbox interface {
 	// PublishEvents hands publish the oldest unpublished events, at most
-	// limit, in the order of their IDs, and marks them published once
-	// publish returns nil. When publish fails they stay unpublished, to be
-	// handed out again, and PublishEvents returns its error. It returns how
-	// many events it published. Events that another relay is publishing at
+	// limit, in the order of their IDs, and once publish returns nil marks
+	// them published, never to be handed out again (a store that one
+	// process relays may record the marks in the database a little later:
+	// until then, only a restart would publish them again). When publish
+	// fails they stay unpublished, to be handed out again, and PublishEvents
+	// returns its error. It returns how many events it published. Events that another relay is publishing at
 	// the same moment are skipped, not waited for, so relays on several
 	// instances share the work and publish each event once, unless one dies
 	// between publishing and marking (then another publishes it again).

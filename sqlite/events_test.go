@@ -177,3 +177,37 @@ func mustReceive(tb testing.TB, sub <-chan resourceapi.Event) resourceapi.Event 
 	}
 	panic("unreachable")
 }
+
+// TestEventsMarkedOnClose checks the lazy marks of the single relay: what it
+// published is marked by Close at the latest, so the next start does not
+// publish it again, and what it did not publish is published then.
+func TestEventsMarkedOnClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "marks.db")
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := db.Create(ctx, resourceapi.Users, mustValidUser(t, "M", fmt.Sprintf("m%d@example.com", i))); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			if got := len(mustDrain(t, db)); got != 2 {
+				t.Fatalf("published %d events, want 2", got)
+			}
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	got := mustDrain(t, db)
+	if len(got) != 1 || got[0].Record["email"] != "m2@example.com" {
+		t.Fatalf("after a restart, published %v; want only the event never published before", got)
+	}
+}

@@ -176,6 +176,7 @@ type Store struct {
 	// events receives a value after a transaction that recorded events
 	// ends (see EventsWritten).
 	events chan struct{}
+	serial serialOutbox
 }
 
 var _ resourceapi.Store = (*Store)(nil)
