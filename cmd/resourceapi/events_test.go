@@ -299,3 +299,85 @@ func TestEventsAcrossInstances(t *testing.T) {
 	mustEvent(t, sub, after, 10*time.Second)
 	mustNoMore(t, sub)
 }
+
+// BenchmarkEventLatency measures how long after its commit an event reaches
+// a subscriber, one write at a time: on SQLite (one instance), and on
+// PostgreSQL with Redis, subscribed on the writing instance and on another
+// (two in-process instances that share only the database and Redis). It
+// reports percentiles of the time from the write's timestamp (taken in its
+// transaction before the commit, in whole milliseconds, so up to 1 ms
+// early) to the event's arrival ("commit"), of the whole path from sending
+// the POST ("post"), and from the client's reading the 201 to the arrival
+// ("answer", negative when the subscriber had it first).
+//
+//	go test -run '^$' -bench EventLatency -benchtime 500x ./cmd/resourceapi
+func BenchmarkEventLatency(b *testing.B) {
+	b.Run("sqlite", func(b *testing.B) {
+		srv := startInProcess(b, "RESOURCEAPI_DATABASE_URL="+filepath.Join(b.TempDir(), "latency.db"))
+		benchLatency(b, srv, srv)
+	})
+	pgAndRedis := func(b *testing.B) []string {
+		rdb := redistest.NewClient(b)
+		return []string{"RESOURCEAPI_DATABASE_URL=" + pgtest.NewDatabase(b), "RESOURCEAPI_REDIS_URL=" + redistest.URL(b),
+			"RESOURCEAPI_EVENTS_STREAM=" + redistest.Prefix(b, rdb) + "events"}
+	}
+	b.Run("postgres+redis/same-instance", func(b *testing.B) {
+		srv := startInProcess(b, pgAndRedis(b)...)
+		benchLatency(b, srv, srv)
+	})
+	b.Run("postgres+redis/across-instances", func(b *testing.B) {
+		env := pgAndRedis(b)
+		writer := startInProcess(b, env...)
+		benchLatency(b, writer, startInProcess(b, env...))
+	})
+}
+
+func benchLatency(b *testing.B, writer, subscriber *instance) {
+	key := printedKey.FindStringSubmatch(writer.log.String())
+	if key == nil {
+		b.Fatalf("the first start printed no API key:\n%s", writer.log)
+	}
+	sub := subscribe(b, subscriber.Events, "userCreated")
+	type arrival struct {
+		ev resourceapi.Event
+		at time.Time
+	}
+	arrivals := make(chan arrival, 16)
+	go func() {
+		for ev := range sub {
+			arrivals <- arrival{ev, time.Now()}
+		}
+	}()
+	var fromAt, fromSend, fromAnswer []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		sent := time.Now()
+		id := mustCreate(b, writer.URL, key[1], "/api/users", userBody(fmt.Sprintf("latency%d-%d@example.com", b.N, i)))
+		answered := time.Now()
+		for {
+			var a arrival
+			select {
+			case a = <-arrivals:
+			case <-time.After(10 * time.Second):
+				b.Fatalf("no event of user %d within 10s", id)
+			}
+			if a.ev.Record.ID() != id {
+				continue // the first admin's, from the start
+			}
+			fromAt, fromSend = append(fromAt, a.at.Sub(a.ev.At)), append(fromSend, a.at.Sub(sent))
+			fromAnswer = append(fromAnswer, a.at.Sub(answered))
+			break
+		}
+	}
+	b.StopTimer()
+	pct := func(d []time.Duration, p float64) float64 {
+		slices.Sort(d)
+		return float64(d[int(p*float64(len(d)-1))].Microseconds()) / 1000
+	}
+	b.ReportMetric(pct(fromAt, 0.5), "commit-p50-ms")
+	b.ReportMetric(pct(fromAt, 0.99), "commit-p99-ms")
+	b.ReportMetric(pct(fromSend, 0.5), "post-p50-ms")
+	b.ReportMetric(pct(fromSend, 0.99), "post-p99-ms")
+	b.ReportMetric(pct(fromAnswer, 0.5), "answer-p50-ms")
+	b.ReportMetric(pct(fromAnswer, 0.99), "answer-p99-ms")
+}
