@@ -36,10 +36,28 @@ type Account struct {
 	// Permissions are the user's effective permissions: those their roles
 	// grant, as the database defines the roles, and those granted directly.
 	Permissions []Permission
+
+	caller *Caller // built once by NewAccount; read-only
+}
+
+// NewAccount returns the account of user, with its password hash and
+// effective permissions, and the caller that acts as it built once: an
+// account cached by a store serves every request with the same caller.
+func NewAccount(user Record, passwordHash string, permissions []Permission) Account {
+	a := Account{User: user, PasswordHash: passwordHash, Permissions: permissions}
+	a.caller = a.newCaller()
+	return a
 }
 
 // Caller returns the caller that acts as the account's user.
 func (a Account) Caller() *Caller {
+	if a.caller != nil {
+		return a.caller
+	}
+	return a.newCaller()
+}
+
+func (a Account) newCaller() *Caller {
 	name, _ := a.User["name"].(string)
 	c := &Caller{UserID: a.User.ID(), Name: name, Roles: a.User.Strings("roles"),
 		Permissions: make(map[Permission]bool, len(a.Permissions))}

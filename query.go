@@ -94,6 +94,8 @@ func (q ListQuery) Check(res *Resource) error {
 	}
 	if len(q.Search) > MaxSearchLength || strings.ContainsRune(q.Search, 0) {
 		bad("q", "must be at most "+strconv.Itoa(MaxSearchLength)+" bytes, without NUL")
+	} else if why := searchRefused(res, q.Search); why != "" {
+		bad("q", why)
 	}
 	for _, fv := range q.Filters {
 		if why := fv.check(res); why != "" {
@@ -137,6 +139,15 @@ func (fv FilterValue) check(res *Resource) string {
 		}
 	}
 	return ""
+}
+
+// searchRefused returns why res cannot be searched for s, or "": a search
+// needs a searchable field to match.
+func searchRefused(res *Resource, s string) string {
+	if s == "" || len(res.SearchableFields()) > 0 {
+		return ""
+	}
+	return "is not available: no field of " + res.Name + " is searchable"
 }
 
 func truncateText(s string, n int) string {
@@ -231,6 +242,9 @@ func ParseListQuery(res *Resource, params url.Values) (ListQuery, error) {
 			bad("q", "must not contain NUL")
 		default:
 			q.Search = strings.TrimSpace(v)
+			if why := searchRefused(res, q.Search); why != "" {
+				bad("q", why)
+			}
 		}
 	}
 	if v, ok := one("fields"); ok {

@@ -528,6 +528,18 @@ func (r *Resource) SortableFields() []string {
 	return names
 }
 
+// SearchableFields returns the names q matches, in declaration order; q is
+// refused when there are none.
+func (r *Resource) SearchableFields() []string {
+	var names []string
+	for _, f := range r.Fields {
+		if f.Searchable && !f.WriteOnly {
+			names = append(names, f.Name)
+		}
+	}
+	return names
+}
+
 // Filter returns the filter read from query parameter param, or nil.
 func (r *Resource) Filter(param string) *Filter {
 	for i := range r.Filters {

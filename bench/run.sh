@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # bench/run.sh [sqlite|postgres]: build resourceapi, start it on a free
-# loopback port with a fresh database, seed users, run every load scenario,
+# loopback port with a fresh database, seed users (and products and orders
+# when an order scenario runs), run every load scenario,
 # print the server's memory (also right after distinct, which sends 200,000
 # searches that match nothing, each one new), then run the get scenario
 # against bench/bare (a bare net/http handler) so one run shows what the
 # server costs per request. See bench/README.md for what the numbers mean.
 #
 # Settings (environment): BENCH_DURATION (10s), BENCH_CONNS (64),
-# BENCH_USERS (10000), BENCH_SCENARIOS (get,list,search,create,distinct),
+# BENCH_USERS (10000), BENCH_SCENARIOS
+# (get,order,list,orders,search,create,create-order,distinct),
+# BENCH_ORDERS (orders seeded, 100000), BENCH_ORDER_USERS (the users they
+# belong to, 1000), BENCH_PRODUCTS (1000),
 # BENCH_DISTINCT (requests of distinct, 200000),
 # BENCH_KEEP=1 keeps the temporary directory (database, server log) and the
 # PostgreSQL database. RESOURCEAPI_* variables (RESOURCEAPI_SQLITE_SYNC,
@@ -20,7 +24,10 @@ engine=${1:-sqlite}
 duration=${BENCH_DURATION:-10s}
 conns=${BENCH_CONNS:-64}
 users=${BENCH_USERS:-10000}
-scenarios=${BENCH_SCENARIOS:-get,list,search,create,distinct}
+scenarios=${BENCH_SCENARIOS:-get,order,list,orders,search,create,create-order,distinct}
+orders=${BENCH_ORDERS:-100000}
+order_users=${BENCH_ORDER_USERS:-1000}
+products=${BENCH_PRODUCTS:-1000}
 distinct=${BENCH_DISTINCT:-}
 
 work=$(mktemp -d /tmp/resourceapi-bench.XXXXXX)
@@ -146,25 +153,36 @@ elif [ "$status" != 200 ]; then
 	exit 1
 fi
 
-echo "== load: c=$conns d=$duration, $users users"
+# Orders are made of products 1..BENCH_PRODUCTS and belong to users
+# 1..BENCH_ORDER_USERS; the order scenarios draw from them.
+order_flags=(-orders "$orders" -products "$products" -order-users "$order_users")
+seed=(-seed "$users")
+case ",$scenarios," in
+*,order,* | *,orders,* | *,create-order,*)
+	seed+=(-seed-orders "$orders")
+	echo "== seed: $users users, $products products, $orders orders of $order_users users"
+	;;
+*) echo "== seed: $users users" ;;
+esac
+# Seed first (the load generator says how long each part took), then, on
+# PostgreSQL, gather statistics as autovacuum would within a minute of a bulk
+# load: measured right after it, the planner has no statistics and scans
+# where an index serves.
+"$work/load" -url "$base" -c "$conns" -d 1ms "${seed[@]}" "${order_flags[@]}" ${auth[@]+"${auth[@]}"} -scenario get >/dev/null
 if [ -n "${pgdb:-}" ]; then
-	# Seed first, then let PostgreSQL gather statistics as autovacuum would
-	# within a minute of a bulk load: measured right after 10,000 inserts,
-	# the planner has no statistics and scans where an index serves.
-	"$work/load" -url "$base" -c "$conns" -d 1ms -seed "$users" ${auth[@]+"${auth[@]}"} -scenario get >/dev/null
 	psql -h 127.0.0.1 -U root -d "$pgdb" -q -c "VACUUM ANALYZE"
 fi
+
+echo "== load: c=$conns d=$duration, $users users"
 # One scenario at a time, so that the server's memory can be read right
-# after distinct. The first run seeds (unless the server has the users).
-seed=(-seed "$users")
+# after distinct.
 : >"$work/server.txt"
 IFS=, read -ra scenario_list <<<"$scenarios"
 for scenario in "${scenario_list[@]}"; do
 	count=()
 	if [ "$scenario" = distinct ] && [ -n "$distinct" ]; then count=(-requests "$distinct"); fi
-	"$work/load" -url "$base" -c "$conns" -d "$duration" -users "$users" ${seed[@]+"${seed[@]}"} ${auth[@]+"${auth[@]}"} \
+	"$work/load" -url "$base" -c "$conns" -d "$duration" -users "$users" "${order_flags[@]}" ${auth[@]+"${auth[@]}"} \
 		${count[@]+"${count[@]}"} -scenario "$scenario" | tee -a "$work/server.txt"
-	seed=()
 	if [ "$scenario" = distinct ]; then
 		echo "resourceapi memory after distinct: $(memory "$server_pid")"
 	fi
@@ -200,4 +218,22 @@ get=$(rps "$work/server.txt" get)
 bare=$(rps "$work/bare.txt" bare)
 if [ -n "$get" ] && [ -n "$bare" ]; then
 	awk -v g="$get" -v b="$bare" 'BEGIN { printf "== get vs bare: %.0f vs %.0f req/s (%.0f%% of bare)\n", g, b, 100 * g / b }'
+fi
+# The orders targets of issue 7, each against its users counterpart of the
+# same run: one order with its items against one user (at least 90%), a
+# user's page of 20 orders against a page of 20 users (at least 70%).
+ratio() {
+	local a b
+	a=$(rps "$work/server.txt" "$1")
+	b=$(rps "$work/server.txt" "$2")
+	if [ -n "$a" ] && [ -n "$b" ]; then
+		awk -v a="$a" -v b="$b" -v x="$1" -v y="$2" -v t="$3" \
+			'BEGIN { printf "== %s vs %s: %.0f vs %.0f req/s (%.0f%%, target %d%%)\n", x, y, a, b, 100 * a / b, t }'
+	fi
+}
+ratio order get 90
+ratio orders list 70
+create_order=$(rps "$work/server.txt" create-order)
+if [ -n "$create_order" ]; then
+	echo "== create-order: $create_order req/s (target on SQLite: 3000, durable)"
 fi

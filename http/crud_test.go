@@ -116,8 +116,9 @@ func TestCreate(t *testing.T) {
 		if roles := u["roles"].([]any); fmt.Sprint(roles) != "[admin editor]" {
 			t.Errorf("roles = %v, want [admin editor]", roles)
 		}
-		// Read-only fields in a body are ignored.
-		u = c.mustCreate(`{"id":999,"created_at":"2000-01-01T00:00:00.000Z","name":"Cy","email":"cy@example.com"}`)
+		// Read-only fields in a body are ignored (a tolerance: the
+		// document leaves them out of request bodies).
+		u = c.lenient().mustCreate(`{"id":999,"created_at":"2000-01-01T00:00:00.000Z","name":"Cy","email":"cy@example.com"}`)
 		if idOf(t, u) == 999 || u["created_at"] == "2000-01-01T00:00:00.000Z" {
 			t.Errorf("read-only fields were written: %v", u)
 		}
@@ -193,6 +194,10 @@ func TestBadBodies(t *testing.T) {
 		}
 		// Parameters and case are fine, as are structured JSON types.
 		for i, ct := range []string{"application/json; charset=utf-8", "Application/JSON;Charset=UTF-8", "application/merge-patch+json"} {
+			c := c
+			if strings.HasSuffix(ct, "+json") {
+				c = c.lenient() // the document names application/json only
+			}
 			c.post("/api/users", fmt.Sprintf(`{"name":"A","email":"a%d@example.com"}`, i), "Content-Type", ct).
 				mustStatus(t, http.StatusCreated)
 		}

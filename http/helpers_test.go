@@ -117,9 +117,10 @@ func mustServerOn(tb testing.TB, store resourceapi.Store, key string, opts ...fu
 	for _, o := range opts {
 		o(&cfg)
 	}
-	srv := httptest.NewServer(rhttp.NewServer(cfg).Handler())
+	api := rhttp.NewServer(cfg)
+	srv := httptest.NewServer(api.Handler())
 	tb.Cleanup(srv.Close)
-	c := &client{tb: tb, base: srv.URL, service: cfg.Service, authn: cfg.Auth, hc: &http.Client{
+	c := &client{tb: tb, base: srv.URL, service: cfg.Service, authn: cfg.Auth, contract: &contractRef{doc: api.OpenAPIDocument()}, hc: &http.Client{
 		// Compression is asserted by the tests, so the client must not
 		// negotiate or undo it behind their backs.
 		Transport: &http.Transport{DisableCompression: true},
@@ -185,6 +186,21 @@ type client struct {
 	// auth is the credential header (name, value) every request carries
 	// unless its own headers name it.
 	auth []string
+	// contract, when set, is the OpenAPI document of the server, against
+	// which every exchange is checked (see contract_test.go).
+	contract *contractRef
+	// offContract marks requests that the server accepts although the
+	// document does not describe them: only their responses are checked.
+	offContract bool
+}
+
+// lenient returns a client of the same server whose requests are off the
+// contract on purpose (a test of what the server tolerates): their
+// responses are still checked against the document, the requests are not.
+func (c *client) lenient() *client {
+	cc := *c
+	cc.offContract = true
+	return &cc
 }
 
 // reply is a response with its body read.
@@ -231,7 +247,31 @@ func (c *client) do(method, path, body string, headers ...string) *reply {
 	if err != nil {
 		c.tb.Fatalf("%s %s: read body: %v", method, path, err)
 	}
-	return &reply{Response: resp, body: b}
+	r := &reply{Response: resp, body: b}
+	c.checkContract(req, body, r)
+	return r
+}
+
+// checkContract checks an exchange against the server's OpenAPI document.
+// It reports with Errorf, which is safe from any goroutine.
+func (c *client) checkContract(req *http.Request, body string, r *reply) {
+	c.tb.Helper()
+	if c.contract == nil {
+		return
+	}
+	ct, err := c.contract.get()
+	if err != nil {
+		c.tb.Errorf("OpenAPI document: %v", err)
+		return
+	}
+	respBody := r.body
+	if r.Header.Get("Content-Encoding") != "" && len(r.body) > 0 {
+		respBody = r.decoded(c.tb)
+	}
+	x := exchange{req: req, reqBody: []byte(body), resp: r.Response, respBody: respBody, offContract: c.offContract}
+	if err := ct.check(x); err != nil {
+		c.tb.Errorf("%v", err)
+	}
 }
 
 func (c *client) get(path string, headers ...string) *reply { return c.do("GET", path, "", headers...) }

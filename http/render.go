@@ -68,12 +68,21 @@ type view struct {
 type column struct {
 	name string
 	key  string // `"name":`
+	// items, for a list of objects, are the objects' fields in declaration
+	// order, their keys pre-encoded like the record's.
+	items []column
 }
 
 func newView(res *resourceapi.Resource) *view {
 	v := &view{res: res, byName: make(map[string]*column)}
 	for _, name := range res.VisibleFields() {
-		v.fields = append(v.fields, column{name: name, key: string(appendString(nil, name)) + ":"})
+		c := column{name: name, key: string(appendString(nil, name)) + ":"}
+		if f := res.Field(name); f.Items != nil {
+			for _, sub := range f.Items.Fields {
+				c.items = append(c.items, column{name: sub.Name, key: string(appendString(nil, sub.Name)) + ":"})
+			}
+		}
+		v.fields = append(v.fields, c)
 	}
 	for i := range v.fields {
 		v.byName[v.fields[i].name] = &v.fields[i]
@@ -116,7 +125,7 @@ func (v *view) appendRecord(b []byte, rec resourceapi.Record, fields []string) (
 				b = append(b, ',')
 			}
 			b = append(b, c.key...)
-			if b, err = appendValue(b, rec[c.name]); err != nil {
+			if b, err = c.appendValue(b, rec[c.name]); err != nil {
 				return b, fmt.Errorf("render %s field %s: %w", v.res.Singular, c.name, err)
 			}
 		}
@@ -131,11 +140,40 @@ func (v *view) appendRecord(b []byte, rec resourceapi.Record, fields []string) (
 			b = append(b, ',')
 		}
 		b = append(b, c.key...)
-		if b, err = appendValue(b, rec[name]); err != nil {
+		if b, err = c.appendValue(b, rec[name]); err != nil {
 			return b, fmt.Errorf("render %s field %s: %w", v.res.Singular, name, err)
 		}
 	}
 	return append(b, '}'), nil
+}
+
+// appendValue renders the value of column c: a list of objects with their
+// fields in declaration order, anything else by appendValue.
+func (c *column) appendValue(b []byte, v any) ([]byte, error) {
+	items, ok := v.([]resourceapi.Record)
+	if c.items == nil || !ok {
+		return appendValue(b, v)
+	}
+	b = append(b, '[')
+	for i, item := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		for j := range c.items {
+			sub := &c.items[j]
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, sub.key...)
+			var err error
+			if b, err = appendValue(b, item[sub.name]); err != nil {
+				return b, err
+			}
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']'), nil
 }
 
 // appendValue renders one record value. Records hold int64, string, bool,

@@ -290,3 +290,29 @@ func TestIsJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestRenderItems(t *testing.T) {
+	rec := resourceapi.Record{"id": int64(4), "user_id": int64(2), "status": "paid", "total_cents": int64(30),
+		"items": []resourceapi.Record{{"unit_price_cents": int64(10), "quantity": int64(3), "product_id": int64(1)}}}
+	got, err := rhttp.RenderRecord(resourceapi.Orders, rec, []string{"id", "items"})
+	want := `{"id":4,"items":[{"product_id":1,"quantity":3,"unit_price_cents":10}]}`
+	if err != nil || string(got) != want {
+		t.Errorf("RenderRecord = %s, %v; want %s (item fields in declaration order)", got, err, want)
+	}
+	got, _ = rhttp.RenderRecord(resourceapi.Orders, resourceapi.Record{"items": []resourceapi.Record{}}, []string{"items"})
+	if string(got) != `{"items":[]}` {
+		t.Errorf("no items render as %s, want []", got)
+	}
+	// Declaration order, not the alphabet's.
+	lines := resourceapi.NewResource(resourceapi.Resource{Name: "carts", Singular: "cart", Fields: []resourceapi.Field{
+		{Name: "id", Type: resourceapi.TypeInt, ReadOnly: true},
+		{Name: "lines", Type: resourceapi.TypeItems, Items: &resourceapi.Items{Table: "cart_lines", Key: "cart_id", Max: 9,
+			Fields: []resourceapi.Field{{Name: "zone", Type: resourceapi.TypeString}, {Name: "amount", Type: resourceapi.TypeInt}}}},
+		{Name: "created_at", Type: resourceapi.TypeTime, ReadOnly: true},
+		{Name: "updated_at", Type: resourceapi.TypeTime, ReadOnly: true},
+	}})
+	got, err = rhttp.RenderRecord(lines, resourceapi.Record{"lines": []resourceapi.Record{{"amount": int64(2), "zone": "b"}}}, []string{"lines"})
+	if want := `{"lines":[{"zone":"b","amount":2}]}`; err != nil || string(got) != want {
+		t.Errorf("RenderRecord = %s, %v; want %s", got, err, want)
+	}
+}

@@ -17,36 +17,102 @@ var apiPrefixes = []string{"/api", "/api/v1", "/api/v2"}
 // prefix, and, when it has a parent, the same nested under the parent's item
 // (/api/users/{parent}/api-keys). GET routes answer HEAD too; routeErrors
 // answers OPTIONS on the paths these routes have, and 404 and 405.
-func (s *Server) routes() http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("GET /healthz", s.healthz())
-	mux.Handle("GET /readyz", s.readyz())
+//
+// The OpenAPI document (openapi.go) is generated from the same list, so
+// nothing is served that it does not describe.
+func (s *Server) routes() []route { return s.routesOf(resourceapi.Declared()) }
+
+// routesOf is the surface of a server of the given resources.
+func (s *Server) routesOf(resources []*resourceapi.Resource) []route {
+	rs := []route{
+		{method: "GET", path: "/healthz", kind: kindHealthz, handler: s.healthz()},
+		{method: "GET", path: "/readyz", kind: kindReadyz, handler: s.readyz()},
+		{method: "GET", path: "/api/openapi.json", kind: kindOpenAPI, handler: s.openAPI()},
+		{method: "GET", path: "/docs", kind: kindDocs, handler: s.docsPage()},
+		{method: "GET", path: "/docs/{file}", kind: kindDocsFile, handler: s.docsPage()},
+	}
 	if s.oauth != nil {
-		mux.Handle("/oauth/", s.oauth)
-		mux.Handle("GET /.well-known/oauth-authorization-server", s.oauth)
+		// The authorization server routes its own paths (package oauth).
+		rs = append(rs,
+			route{path: "/oauth/", kind: kindOAuth, handler: s.oauth},
+			route{method: "GET", path: "/.well-known/oauth-authorization-server", kind: kindOAuth, handler: s.oauth})
 	}
 	if s.graphql != nil {
-		mux.Handle("/graphql", s.withIdentity(s.graphql))
-		mux.Handle("/graphql/", s.withIdentity(s.graphql))
+		// The GraphQL handler serves /graphql and everything under it.
+		rs = append(rs,
+			route{path: "/graphql", kind: kindGraphQL, handler: s.withIdentity(s.graphql)},
+			route{path: "/graphql/", kind: kindGraphQL, handler: s.withIdentity(s.graphql)})
 	}
-
-	for _, res := range resourceapi.Declared() {
+	for _, res := range resources {
 		h := s.resource(res)
 		for _, prefix := range apiPrefixes {
-			collections := []string{prefix + "/" + res.Path}
+			collections := []string{"/" + res.Path}
 			if p := res.ParentResource(); p != nil {
-				collections = append(collections, prefix+"/"+p.Path+"/{parent}/"+res.Path)
+				collections = append(collections, "/"+p.Path+"/{parent}/"+res.Path)
 			}
-			for _, collection := range collections {
-				item := collection + "/{id}"
-				mux.Handle("GET "+collection, s.api(h.list()))
-				mux.Handle("POST "+collection, s.api(h.create()))
-				mux.Handle("GET "+item, s.api(h.get()))
-				mux.Handle("PUT "+item, s.api(h.replace()))
-				mux.Handle("PATCH "+item, s.api(h.update()))
-				mux.Handle("DELETE "+item, s.api(h.remove()))
+			for _, c := range collections {
+				item := c + "/{id}"
+				rs = append(rs,
+					route{method: "GET", prefix: prefix, path: c, kind: kindList, res: res, handler: s.api(h.list())},
+					route{method: "POST", prefix: prefix, path: c, kind: kindCreate, res: res, handler: s.api(h.create())},
+					route{method: "GET", prefix: prefix, path: item, kind: kindGet, res: res, handler: s.api(h.get())},
+					route{method: "PUT", prefix: prefix, path: item, kind: kindReplace, res: res, handler: s.api(h.replace())},
+					route{method: "PATCH", prefix: prefix, path: item, kind: kindUpdate, res: res, handler: s.api(h.update())},
+					route{method: "DELETE", prefix: prefix, path: item, kind: kindRemove, res: res, handler: s.api(h.remove())},
+				)
 			}
 		}
+	}
+	return rs
+}
+
+// route is one entry of the HTTP surface: a ServeMux pattern and what it
+// serves, described well enough for the OpenAPI document.
+type route struct {
+	// method is empty for a path handed to another package, which answers
+	// every method itself (/oauth/, /graphql).
+	method string
+	// prefix is the API prefix (one of apiPrefixes) of a resource route;
+	// "" elsewhere.
+	prefix  string
+	path    string
+	kind    routeKind
+	res     *resourceapi.Resource
+	handler http.Handler
+}
+
+// pattern returns the route's ServeMux pattern: "GET /api/users/{id}".
+func (rt route) pattern() string {
+	if rt.method == "" {
+		return rt.prefix + rt.path
+	}
+	return rt.method + " " + rt.prefix + rt.path
+}
+
+// routeKind says what a route does, for the OpenAPI document.
+type routeKind int
+
+const (
+	kindList routeKind = iota + 1
+	kindCreate
+	kindGet
+	kindReplace
+	kindUpdate
+	kindRemove
+	kindHealthz
+	kindReadyz
+	kindOpenAPI
+	kindDocs
+	kindDocsFile
+	kindOAuth
+	kindGraphQL
+)
+
+// mux registers the routes on a ServeMux, behind routeErrors.
+func (s *Server) mux(rs []route) http.Handler {
+	mux := http.NewServeMux()
+	for _, rt := range rs {
+		mux.Handle(rt.pattern(), rt.handler)
 	}
 	return s.routeErrors(mux)
 }

@@ -75,6 +75,10 @@ type Server struct {
 
 	ids     *idGenerator
 	handler http.Handler
+	// table is the route list the handler serves, and openapi the document
+	// generated from it.
+	table   []route
+	openapi *asset
 }
 
 // NewServer returns a Server for cfg. It panics when cfg.Service is nil,
@@ -107,11 +111,19 @@ func NewServer(cfg Config) *Server {
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}
-	s.handler = s.middleware(s.routes())
+	s.table = s.routes()
+	doc, err := newOpenAPI(s.table, openAPIContext{vendor: s.vendor, oauth: s.oauth != nil,
+		limited: s.limiter != nil, maxBody: s.maxBody})
+	if err != nil {
+		panic(err) // the declarations hold something the generator cannot describe
+	}
+	s.openapi = newAsset(doc, "application/json")
+	s.handler = s.middleware(s.mux(s.table))
 	return s
 }
 
-// Handler returns the http.Handler that serves the API, /healthz and /readyz.
+// Handler returns the http.Handler that serves the API, /healthz, /readyz,
+// the OpenAPI document and the documentation page.
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // middleware wraps the routes in the chain every request passes through,

@@ -151,10 +151,22 @@ func (dialect) Items(res *resourceapi.Resource, f *resourceapi.Field) string {
 }
 
 // ForeignKey reports SQLite's foreign key violations (which do not say which
-// key failed).
+// key failed). A reference that keeps the record it names (ON DELETE
+// RESTRICT) refuses the delete as a trigger would, with
+// SQLITE_CONSTRAINT_TRIGGER; of those, only its message tells it from a
+// trigger's own RAISE.
 func (dialect) ForeignKey(err error) bool {
 	var e *sqlite.Error
-	return errors.As(err, &e) && e.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+	if !errors.As(err, &e) {
+		return false
+	}
+	switch e.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+		return true
+	case sqlite3.SQLITE_CONSTRAINT_TRIGGER:
+		return strings.Contains(e.Error(), "FOREIGN KEY constraint failed")
+	}
+	return false
 }
 
 // SkipLocked is empty: one process serves a SQLite file, and its relay is

@@ -287,3 +287,84 @@ func TestPathWithURICharacters(t *testing.T) {
 		}
 	}
 }
+
+// TestAccountsFollowOtherProcesses: accounts are cached (authentication costs
+// no query for a repeated caller), yet a role's permissions changed by
+// another process (an operator's SQL) apply to the next lookup.
+func TestAccountsFollowOtherProcesses(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "acct.db")
+	db, err := sqlite.Open(ctx, path, sqlite.Options{Sync: sqlite.SyncNormal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	u, err := db.Create(ctx, resourceapi.Users, resourceapi.Record{"name": "A", "email": "a@example.com",
+		"roles": []string{resourceapi.RoleUser}, "permissions": []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	can := func() bool {
+		t.Helper()
+		acct, err := db.AccountByID(ctx, u.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return acct.Caller().Can("orders:write")
+	}
+	first, cached := can(), can() // the second answer comes from the cache
+	if first || cached {
+		t.Fatal("a plain user can write orders")
+	}
+	other, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Exec(`UPDATE roles SET permissions = '["orders:write"]' WHERE name = 'user'`); err != nil {
+		t.Fatal(err)
+	}
+	if !can() {
+		t.Fatal("after the role changed in another process, the cached account still lacks the permission")
+	}
+}
+
+// TestRestrictedDelete deletes a product that an order lists, which the
+// order's items keep (ON DELETE RESTRICT): CodeConflict, and nothing
+// deleted. SQLite reports a RESTRICT action as SQLITE_CONSTRAINT_TRIGGER,
+// not SQLITE_CONSTRAINT_FOREIGNKEY, and the store used to let it through as
+// an internal error (a 500).
+func TestRestrictedDelete(t *testing.T) {
+	ctx := context.Background()
+	db := mustOpen(t, sqlite.Options{})
+	create := func(res *resourceapi.Resource, rec resourceapi.Record) int64 {
+		t.Helper()
+		if err := resourceapi.Validate(res, rec, resourceapi.ModeCreate); err != nil {
+			t.Fatal(err)
+		}
+		out, err := db.Create(ctx, res, rec)
+		if err != nil {
+			t.Fatalf("create %s: %v", res.Singular, err)
+		}
+		return out.ID()
+	}
+	user := create(resourceapi.Users, resourceapi.Record{"name": "Ann", "email": "ann@example.com"})
+	product := create(resourceapi.Products, resourceapi.Record{"name": "Engine", "price_cents": int64(100)})
+	order := resourceapi.Record{"user_id": user, "items": []resourceapi.Record{{"product_id": product, "quantity": int64(2)}}}
+	if err := resourceapi.Validate(resourceapi.Orders, order, resourceapi.ModeCreate); err != nil {
+		t.Fatal(err)
+	}
+	order["items"].([]resourceapi.Record)[0]["unit_price_cents"] = int64(100)
+	order["total_cents"] = int64(200)
+	if _, err := db.Create(ctx, resourceapi.Orders, order); err != nil {
+		t.Fatalf("create order: %v", err)
+	}
+
+	err := db.Delete(ctx, resourceapi.Products, product, nil)
+	if got := resourceapi.ErrorCode(err); got != resourceapi.CodeConflict {
+		t.Fatalf("Delete(product an order lists) = %v (code %s), want %s", err, got, resourceapi.CodeConflict)
+	}
+	if _, err := db.Get(ctx, resourceapi.Products, product); err != nil {
+		t.Fatalf("Get(product) after a refused delete = %v", err)
+	}
+}

@@ -75,6 +75,7 @@ type entry struct {
 	key  cacheKey
 	rec  resourceapi.Record
 	page resourceapi.Page
+	val  any // a value derived from the resource's records (see value)
 	size int64
 	// global and epoch are the epochs the entry was stored under.
 	global, epoch uint64
@@ -173,6 +174,27 @@ func (c *cache) page(res *resourceapi.Resource, key string) (resourceapi.Page, b
 		return resourceapi.Page{}, false, f
 	}
 	return e.page, true, f
+}
+
+// value returns a cached value derived from records of res (an account),
+// under key, or false and the fill to pass to storeValue. Values are valid
+// under the resource's write epoch, like pages: any write of the resource
+// drops them all, and so does a commit of another process.
+func (c *cache) value(res *resourceapi.Resource, key string) (any, bool, fill) {
+	e, f := c.lookup(cacheKey{res: res, query: key})
+	if e == nil {
+		return nil, false, f
+	}
+	return e.val, true, f
+}
+
+// storeValue stores v, of the estimated size, under key, as f allows. Keys
+// must not collide with list keys: start them with a byte no list key has.
+func (c *cache) storeValue(res *resourceapi.Resource, key string, f fill, v any, size int64) {
+	if c == nil || f.epochs == nil {
+		return
+	}
+	c.store(&entry{key: cacheKey{res: res, query: key}, val: v, size: entryOverhead + int64(len(key)) + size}, f)
 }
 
 // storeRecord stores rec, which its readers share from now on, as f allows.

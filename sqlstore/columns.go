@@ -255,12 +255,5 @@ func EncodeStrings(list []string) string {
 	return string(b)
 }
 
-func capitalize(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
-}
-
 // timeField scans a timestamp column that belongs to no declared field.
 var timeField = &resourceapi.Field{Type: resourceapi.TypeTime}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/resourceapi/resourceapi"
@@ -18,20 +19,62 @@ var _ resourceapi.IdentityStore = (*Store)(nil)
 // those of their roles, read from the roles table), so that authenticating a
 // request costs one round trip on a server database.
 
+// With the cache on (SQLite), accounts are cached as values of the users
+// resource (any write of a user, another process's commit included, drops
+// them all), and which user a key belongs to as a value of api_keys (any
+// write of a key drops them all); roles change only by another process's
+// commit, which drops everything. So authenticating a repeated caller costs
+// no query, and is never stale.
+
 // AccountByID implements resourceapi.IdentityStore.
 func (s *Store) AccountByID(ctx context.Context, id int64) (resourceapi.Account, error) {
-	return s.account(ctx, "u.id = "+s.dialect.Placeholder(1), "", id)
+	return s.cachedAccount(ctx, "\x00account id "+strconv.FormatInt(id, 10), func() (resourceapi.Account, error) {
+		return s.account(ctx, "u.id = "+s.dialect.Placeholder(1), "", id)
+	})
 }
 
 // AccountByEmail implements resourceapi.IdentityStore. Emails are compared as
 // the unique constraint compares them: lower-cased.
 func (s *Store) AccountByEmail(ctx context.Context, email string) (resourceapi.Account, error) {
-	return s.account(ctx, "u.email_key = "+s.dialect.Placeholder(1), "", strings.ToLower(strings.TrimSpace(email)))
+	key := strings.ToLower(strings.TrimSpace(email))
+	return s.cachedAccount(ctx, "\x00account email "+key, func() (resourceapi.Account, error) {
+		return s.account(ctx, "u.email_key = "+s.dialect.Placeholder(1), "", key)
+	})
 }
 
 // AccountByAPIKey implements resourceapi.IdentityStore.
 func (s *Store) AccountByAPIKey(ctx context.Context, keyHash string) (resourceapi.Account, error) {
-	return s.account(ctx, "k.key_hash = "+s.dialect.Placeholder(1), " JOIN api_keys k ON k.user_id = u.id", keyHash)
+	if err := ctx.Err(); err != nil {
+		return resourceapi.Account{}, err
+	}
+	key := "\x00key user " + keyHash
+	v, ok, fill := s.cache.value(resourceapi.APIKeys, key)
+	if ok {
+		return s.AccountByID(ctx, v.(int64))
+	}
+	acct, err := s.account(ctx, "k.key_hash = "+s.dialect.Placeholder(1), " JOIN api_keys k ON k.user_id = u.id", keyHash)
+	if err == nil {
+		s.cache.storeValue(resourceapi.APIKeys, key, fill, acct.User.ID(), 8)
+	}
+	return acct, err
+}
+
+// cachedAccount returns the account cached under key, or reads it and caches
+// it. A missing account is not cached (a create would have to drop it).
+func (s *Store) cachedAccount(ctx context.Context, key string, read func() (resourceapi.Account, error)) (resourceapi.Account, error) {
+	if err := ctx.Err(); err != nil {
+		return resourceapi.Account{}, err
+	}
+	v, ok, fill := s.cache.value(resourceapi.Users, key)
+	if ok {
+		return v.(resourceapi.Account), nil
+	}
+	acct, err := read()
+	if err == nil {
+		size := recordSize(acct.User) + int64(len(acct.PasswordHash)) + 32*int64(len(acct.Permissions))
+		s.cache.storeValue(resourceapi.Users, key, fill, acct, size)
+	}
+	return acct, err
 }
 
 // account reads the one user matching where (over users u, and the joins in
@@ -55,17 +98,17 @@ func (s *Store) account(ctx context.Context, where, from string, arg any) (resou
 		if err != nil {
 			return err
 		}
-		acct.User, acct.PasswordHash = rec, hash.String
 		var list []string
 		if len(perms) > 0 {
 			if err := json.Unmarshal(perms, &list); err != nil {
 				return fmt.Errorf("permissions: %w", err)
 			}
 		}
-		acct.Permissions = make([]resourceapi.Permission, len(list))
+		granted := make([]resourceapi.Permission, len(list))
 		for i, p := range list {
-			acct.Permissions[i] = resourceapi.Permission(p)
+			granted[i] = resourceapi.Permission(p)
 		}
+		acct = resourceapi.NewAccount(rec, hash.String, granted)
 		return nil
 	})
 	if errors.Is(err, sql.ErrNoRows) {

@@ -806,14 +806,23 @@ func (s *Store) insert(ctx context.Context, tx Querier, res *resourceapi.Resourc
 }
 
 // checkReferences fails with CodeUnprocessable, naming each field, when rec
-// refers to records that do not exist. The foreign keys would refuse the
-// write too, but SQLite does not say which one failed; this way the client
-// learns which field is wrong, on every database. (A referenced record
-// deleted between this check and the commit is still refused, by the key.)
+// refers to records that do not exist, in its own fields or its items'
+// (items[2].product_id). The foreign keys would refuse the write too, but
+// SQLite does not say which one failed; this way the client learns which
+// field is wrong, on every database. (A referenced record deleted between
+// this check and the commit is still refused, by the key.)
 func (s *Store) checkReferences(ctx context.Context, tx Querier, res *resourceapi.Resource, rec resourceapi.Record) error {
 	var details []resourceapi.FieldError
 	for i := range res.Fields {
 		f := &res.Fields[i]
+		if items, ok := rec[f.Name].([]resourceapi.Record); ok && f.Items != nil {
+			d, err := s.checkItemReferences(ctx, tx, f, items)
+			if err != nil {
+				return err
+			}
+			details = append(details, d...)
+			continue
+		}
 		id, ok := rec[f.Name].(int64)
 		if f.References == "" || !ok {
 			continue
@@ -833,6 +842,57 @@ func (s *Store) checkReferences(ctx context.Context, tx Querier, res *resourceap
 		return &resourceapi.Error{Code: resourceapi.CodeUnprocessable, Message: "The " + res.Singular + " refers to records that do not exist", Details: details}
 	}
 	return nil
+}
+
+// checkItemReferences returns a detail for each reference of an item of
+// field f that names no record: one query per referring item field, however
+// many items there are.
+func (s *Store) checkItemReferences(ctx context.Context, tx Querier, f *resourceapi.Field, items []resourceapi.Record) ([]resourceapi.FieldError, error) {
+	var details []resourceapi.FieldError
+	for j := range f.Items.Fields {
+		sub := &f.Items.Fields[j]
+		if sub.References == "" {
+			continue
+		}
+		ref := resourceapi.ResourceNamed(sub.References)
+		q := s.newQuery()
+		var args []string
+		seen := make(map[int64]bool, len(items))
+		for _, item := range items {
+			if id, ok := item[sub.Name].(int64); ok && !seen[id] {
+				seen[id] = true
+				args = append(args, q.Arg(id))
+			}
+		}
+		if len(args) == 0 {
+			continue
+		}
+		q.WriteString("SELECT id FROM " + ref.Name + " WHERE id IN (" + join(args) + ")")
+		rows, err := tx.QueryContext(ctx, q.String(), q.args...)
+		if err != nil {
+			return nil, fmt.Errorf("check %s.%s: %w", f.Name, sub.Name, err)
+		}
+		found := make(map[int64]bool, len(seen))
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("check %s.%s: %w", f.Name, sub.Name, err)
+			}
+			found[id] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("check %s.%s: %w", f.Name, sub.Name, err)
+		}
+		for i, item := range items {
+			if id, ok := item[sub.Name].(int64); ok && !found[id] {
+				details = append(details, resourceapi.FieldError{Field: fmt.Sprintf("%s[%d].%s", f.Name, i, sub.Name),
+					Message: fmt.Sprintf("no %s has id %d", ref.Singular, id)})
+			}
+		}
+	}
+	return details, nil
 }
 
 // writeItems replaces the items of record id's field f with items, in order.
@@ -972,6 +1032,4 @@ func wrap(err error, format string, args ...any) error {
 	return fmt.Errorf(format+": %w", append(args, err)...)
 }
 
-func notFound(res *resourceapi.Resource) error {
-	return resourceapi.Errorf(resourceapi.CodeNotFound, "%s not found", capitalize(res.Singular))
-}
+func notFound(res *resourceapi.Resource) error { return resourceapi.NotFound(res) }

@@ -15,16 +15,22 @@ import (
 )
 
 // memStore is NOT a product store. It exists only so that the suite can be
-// run, and shown to pass and to fail, without a database: a map under a
-// mutex implementing resourceapi.Store the way the suite says a store must.
-// Each entry of bugs switches on one deliberate defect (see mutants in
-// storetest_test.go), to prove that the suite notices it.
+// run, and shown to pass and to fail, without a database: maps under a
+// mutex implementing resourceapi.Store the way the suite says a store must,
+// for every declared resource (references, cascades and restricting
+// references included, from the declarations). Each entry of bugs switches
+// on one deliberate defect (see mutants in storetest_test.go), to prove that
+// the suite notices it.
 type memStore struct {
-	mu   sync.Mutex
-	rows map[int64]resourceapi.Record // stored records, password included
-	last int64                        // the last id Create handed out
-	now  resourceapi.Clock
-	bugs map[string]bool
+	mu sync.Mutex
+	// tables holds the stored records of each resource, password included.
+	tables map[*resourceapi.Resource]map[int64]resourceapi.Record
+	last   map[*resourceapi.Resource]int64 // the last id Create handed out
+	now    resourceapi.Clock
+	bugs   map[string]bool
+	// cached holds the records Get returned, for the stale-cascade-cache
+	// defect: a cache that only the writes that name a record invalidate.
+	cached map[*resourceapi.Resource]map[int64]resourceapi.Record
 	// warm holds the reads already answered, for the cached-reads-ignore-
 	// context defect: a cache that answers them again without a look at the
 	// context.
@@ -34,11 +40,22 @@ type memStore struct {
 var _ resourceapi.Store = (*memStore)(nil)
 
 func newMemStore(now resourceapi.Clock, bugs ...string) *memStore {
-	s := &memStore{rows: make(map[int64]resourceapi.Record), now: now, bugs: make(map[string]bool), warm: make(map[string]bool)}
+	s := &memStore{tables: make(map[*resourceapi.Resource]map[int64]resourceapi.Record), last: make(map[*resourceapi.Resource]int64),
+		now: now, bugs: make(map[string]bool), warm: make(map[string]bool), cached: make(map[*resourceapi.Resource]map[int64]resourceapi.Record)}
 	for _, b := range bugs {
 		s.bugs[b] = true
 	}
 	return s
+}
+
+// table returns the records of res; s.mu is held.
+func (s *memStore) table(res *resourceapi.Resource) map[int64]resourceapi.Record {
+	t := s.tables[res]
+	if t == nil {
+		t = make(map[int64]resourceapi.Record)
+		s.tables[res] = t
+	}
+	return t
 }
 
 func (s *memStore) Ping(ctx context.Context) error {
@@ -81,8 +98,15 @@ func (s *memStore) show(res *resourceapi.Resource, rec resourceapi.Record) resou
 		if !res.Visible(name) && !s.bugs["returns-password"] {
 			continue
 		}
-		if l, ok := v.([]string); ok {
+		switch l := v.(type) {
+		case []string:
 			v = slices.Clone(l)
+		case []resourceapi.Record:
+			items := make([]resourceapi.Record, len(l))
+			for i, item := range l {
+				items[i] = maps.Clone(item)
+			}
+			v = items
 		}
 		out[name] = v
 	}
@@ -95,12 +119,25 @@ func (s *memStore) Get(ctx context.Context, res *resourceapi.Resource, id int64)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rec, ok := s.rows[id]
+	if s.bugs["stale-cascade-cache"] {
+		if rec, ok := s.cached[res][id]; ok {
+			return s.show(res, rec), nil
+		}
+	}
+	rec, ok := s.table(res)[id]
 	if !ok {
 		return nil, notFound(res)
 	}
+	if s.cached[res] == nil {
+		s.cached[res] = make(map[int64]resourceapi.Record)
+	}
+	s.cached[res][id] = rec
 	return s.show(res, rec), nil
 }
+
+// drop removes record id of res from the Get cache, as every write that names
+// it does; s.mu is held.
+func (s *memStore) drop(res *resourceapi.Resource, id int64) { delete(s.cached[res], id) }
 
 func notFound(res *resourceapi.Resource) error {
 	return resourceapi.Errorf(resourceapi.CodeNotFound, "%s not found", res.Singular)
@@ -112,14 +149,15 @@ func (s *memStore) Create(ctx context.Context, res *resourceapi.Resource, rec re
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	id := s.last + 1
+	rows := s.table(res)
+	id := s.last[res] + 1
 	if s.bugs["reuse-ids"] {
-		id = int64(len(s.rows)) + 1
+		id = int64(len(rows)) + 1
 	}
-	for s.rows[id] != nil && !s.bugs["no-skip"] {
+	for rows[id] != nil && !s.bugs["no-skip"] {
 		id++
 	}
-	if s.rows[id] != nil {
+	if rows[id] != nil {
 		// Like a store that inserts the next id of its sequence as it is.
 		return nil, resourceapi.Errorf(resourceapi.CodeConflict, "A %s with this id already exists", res.Singular)
 	}
@@ -128,7 +166,7 @@ func (s *memStore) Create(ctx context.Context, res *resourceapi.Resource, rec re
 	}
 	out, err := s.insert(res, id, rec)
 	if err == nil && !s.bugs["reuse-ids"] {
-		s.last = id
+		s.last[res] = id
 	}
 	if err == nil && s.bugs["late-cancel"] {
 		// Like a store that stops waiting for a commit that still happens.
@@ -147,27 +185,36 @@ func (s *memStore) insert(res *resourceapi.Resource, id int64, rec resourceapi.R
 	row := make(resourceapi.Record)
 	for i := range res.Fields {
 		f := &res.Fields[i]
-		if f.ReadOnly {
+		if f.ReadOnly && !f.Computed {
 			continue
 		}
 		if v, ok := rec[f.Name]; ok {
+			if ic, ok := v.(resourceapi.IfCreated); ok {
+				v = ic.Value
+			}
 			row[f.Name] = v
+		} else if f.Type == resourceapi.TypeItems {
+			row[f.Name] = []resourceapi.Record{}
 		} else if !s.bugs["no-defaults"] {
 			row[f.Name] = f.DefaultValue()
 		}
 	}
 	if s.bugs["partial-writes"] {
-		s.rows[id] = row
+		s.table(res)[id] = row
 	}
 	if err := s.unique(res, id, row); err != nil {
 		return nil, err
 	}
+	if err := s.references(res, row); err != nil {
+		return nil, err
+	}
 	now := s.stamp()
 	row["id"], row["created_at"], row["updated_at"] = id, now, now
-	s.rows[id] = row
+	s.table(res)[id] = row
+	s.drop(res, id)
 	if s.bugs["put-moves-sequence"] {
 		// Like AUTOINCREMENT, which goes on after the largest id inserted.
-		s.last = max(s.last, id)
+		s.last[res] = max(s.last[res], id)
 	}
 	return s.show(res, row), nil
 }
@@ -180,7 +227,7 @@ func (s *memStore) unique(res *resourceapi.Resource, id int64, row resourceapi.R
 		if !f.Unique || !ok {
 			continue
 		}
-		for oid, other := range s.rows {
+		for oid, other := range s.table(res) {
 			o, _ := other[f.Name].(string)
 			same := strings.EqualFold(o, v)
 			if s.bugs["case-sensitive-unique"] {
@@ -204,7 +251,7 @@ func (s *memStore) retain(res *resourceapi.Resource, cur, next resourceapi.Recor
 	if s.bugs["racy-retain"] {
 		// Check on a snapshot, then let others run, as a store that checks
 		// outside its write lock would.
-		snapshot := maps.Clone(s.rows)
+		snapshot := maps.Clone(s.table(res))
 		s.mu.Unlock()
 		time.Sleep(time.Millisecond)
 		defer s.mu.Lock()
@@ -215,12 +262,106 @@ func (s *memStore) retain(res *resourceapi.Resource, cur, next resourceapi.Recor
 		}
 		return resourceapi.Errorf(resourceapi.CodeUnprocessable, "%s", res.Retain.Message)
 	}
-	for oid, other := range s.rows {
+	for oid, other := range s.table(res) {
 		if oid != id && s.holds(res, other) {
 			return nil
 		}
 	}
 	return resourceapi.Errorf(resourceapi.CodeUnprocessable, "%s", res.Retain.Message)
+}
+
+// references reports CodeUnprocessable, with a detail per field, when row
+// refers to records that do not exist; s.mu is held.
+func (s *memStore) references(res *resourceapi.Resource, row resourceapi.Record) error {
+	if s.bugs["dangling-references"] {
+		return nil
+	}
+	var details []resourceapi.FieldError
+	absent := func(name, to string, v any) {
+		if id, ok := v.(int64); ok && s.table(resourceapi.ResourceNamed(to))[id] == nil {
+			details = append(details, resourceapi.FieldError{Field: name, Message: "names no record"})
+		}
+	}
+	for _, f := range res.Fields {
+		if f.References != "" {
+			absent(f.Name, f.References, row[f.Name])
+		}
+		items, _ := row[f.Name].([]resourceapi.Record)
+		for i, item := range items {
+			for _, sub := range f.Items.Fields {
+				if sub.References != "" {
+					absent(fmt.Sprintf("%s[%d].%s", f.Name, i, sub.Name), sub.References, item[sub.Name])
+				}
+			}
+		}
+	}
+	if len(details) > 0 {
+		return &resourceapi.Error{Code: resourceapi.CodeUnprocessable, Message: "refers to records that do not exist", Details: details}
+	}
+	return nil
+}
+
+// refersTo reports whether rec, a record of res, refers to record id of
+// target through a reference that is Restrict (restrict true) or not.
+func refersTo(res *resourceapi.Resource, rec resourceapi.Record, target *resourceapi.Resource, id int64, restrict bool) bool {
+	for _, f := range res.Fields {
+		if f.References == target.Name && f.Restrict == restrict && rec[f.Name] == id {
+			return true
+		}
+		items, _ := rec[f.Name].([]resourceapi.Record)
+		for _, item := range items {
+			for _, sub := range f.Items.Fields {
+				if sub.References == target.Name && sub.Restrict == restrict && item[sub.Name] == id {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+type rowKey struct {
+	res *resourceapi.Resource
+	id  int64
+}
+
+// cascade returns record id of res and every record that refers to it,
+// directly or through others, by a reference that is not Restrict; s.mu is
+// held.
+func (s *memStore) cascade(res *resourceapi.Resource, id int64) []rowKey {
+	out := []rowKey{{res, id}}
+	if s.bugs["no-cascade"] {
+		return out
+	}
+	for i := 0; i < len(out); i++ {
+		for _, d := range resourceapi.Declared() {
+			for oid, rec := range s.table(d) {
+				k := rowKey{d, oid}
+				if refersTo(d, rec, out[i].res, out[i].id, false) && !slices.Contains(out, k) {
+					out = append(out, k)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// restricted reports whether a record outside gone keeps one in it by a
+// restricting reference; s.mu is held.
+func (s *memStore) restricted(gone []rowKey) bool {
+	if s.bugs["no-restrict"] {
+		return false
+	}
+	for _, g := range gone {
+		for _, d := range resourceapi.Declared() {
+			for oid, rec := range s.table(d) {
+				if refersTo(d, rec, g.res, g.id, true) && !slices.Contains(gone, rowKey{d, oid}) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func (s *memStore) holds(res *resourceapi.Resource, rec resourceapi.Record) bool {
@@ -254,7 +395,7 @@ func (s *memStore) Replace(ctx context.Context, res *resourceapi.Resource, id in
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cur := s.rows[id]
+	cur := s.table(res)[id]
 	if err := s.check(res, cond, cur); err != nil {
 		return nil, false, err
 	}
@@ -264,7 +405,7 @@ func (s *memStore) Replace(ctx context.Context, res *resourceapi.Resource, id in
 		s.mu.Unlock()
 		time.Sleep(time.Millisecond)
 		s.mu.Lock()
-		if s.rows[id] != nil {
+		if s.table(res)[id] != nil {
 			return nil, false, resourceapi.Errorf(resourceapi.CodeConflict, "A %s with this id already exists", res.Singular)
 		}
 	}
@@ -282,7 +423,7 @@ func (s *memStore) Update(ctx context.Context, res *resourceapi.Resource, id int
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cur := s.rows[id]
+	cur := s.table(res)[id]
 	if cur == nil {
 		return nil, notFound(res)
 	}
@@ -296,15 +437,25 @@ func (s *memStore) Update(ctx context.Context, res *resourceapi.Resource, id int
 func (s *memStore) write(res *resourceapi.Resource, cur, rec resourceapi.Record) (resourceapi.Record, error) {
 	next := maps.Clone(cur)
 	for name, v := range rec {
-		if f := res.Field(name); f != nil && !f.ReadOnly {
+		if _, ok := v.(resourceapi.IfCreated); ok {
+			continue // the record exists: its owner stays
+		}
+		if f := res.Field(name); f != nil && (!f.ReadOnly || f.Computed) {
 			next[name] = v
+		}
+	}
+	if s.bugs["items-dropped"] {
+		for _, f := range res.Fields {
+			if _, sent := rec[f.Name]; f.Type == resourceapi.TypeItems && !sent {
+				next[f.Name] = []resourceapi.Record{}
+			}
 		}
 	}
 	if !s.bugs["frozen-updated-at"] {
 		next["updated_at"] = s.stamp()
 	}
 	if s.bugs["partial-writes"] {
-		s.rows[cur.ID()] = next
+		s.table(res)[cur.ID()] = next
 	}
 	if err := s.unique(res, cur.ID(), next); err != nil {
 		return nil, err
@@ -312,7 +463,11 @@ func (s *memStore) write(res *resourceapi.Resource, cur, rec resourceapi.Record)
 	if err := s.retain(res, cur, next); err != nil {
 		return nil, err
 	}
-	s.rows[cur.ID()] = next
+	if err := s.references(res, next); err != nil {
+		return nil, err
+	}
+	s.table(res)[cur.ID()] = next
+	s.drop(res, cur.ID())
 	return s.show(res, next), nil
 }
 
@@ -322,7 +477,7 @@ func (s *memStore) Delete(ctx context.Context, res *resourceapi.Resource, id int
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cur := s.rows[id]
+	cur := s.table(res)[id]
 	if cur == nil {
 		return notFound(res)
 	}
@@ -332,7 +487,14 @@ func (s *memStore) Delete(ctx context.Context, res *resourceapi.Resource, id int
 	if err := s.retain(res, cur, nil); err != nil {
 		return err
 	}
-	delete(s.rows, id)
+	gone := s.cascade(res, id)
+	if s.restricted(gone) {
+		return resourceapi.Errorf(resourceapi.CodeConflict, "The %s is kept by records that refer to it", res.Singular)
+	}
+	for _, g := range gone {
+		delete(s.table(g.res), g.id)
+	}
+	s.drop(res, id)
 	return nil
 }
 
@@ -346,7 +508,7 @@ func (s *memStore) List(ctx context.Context, res *resourceapi.Resource, q resour
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var match []resourceapi.Record
-	for _, rec := range s.rows {
+	for _, rec := range s.table(res) {
 		if s.matches(res, rec, q) {
 			match = append(match, rec)
 		}
@@ -448,6 +610,14 @@ func compare(a, b any, nullsLast bool) int {
 		return strings.Compare(a, b.(string))
 	case time.Time:
 		return a.Compare(b.(time.Time))
+	case bool:
+		switch bb := b.(bool); {
+		case a == bb:
+			return 0
+		case !a:
+			return -1
+		}
+		return 1
 	}
 	panic(fmt.Sprintf("cannot compare %T", a))
 }

@@ -1,7 +1,8 @@
 // Package storetest is the conformance suite every resourceapi.Store runs, in the
 // manner of testing/fstest: a store's own tests call TestStore with a function
 // that opens a fresh store, and the suite checks the whole contract of
-// resourceapi.Store on the users resource (resourceapi.Users).
+// resourceapi.Store on the users resource (resourceapi.Users), and on every
+// other declared resource from its declaration (see testResources).
 //
 // The suite feeds writes the way the transports do: records are built as Go
 // values, passed through resourceapi.Validate, and carry an already-hashed
@@ -107,6 +108,7 @@ func TestStore(t *testing.T, open func(t *testing.T) resourceapi.Store) {
 		{"MaxID", testMaxID},
 		{"Identity", testIdentity},
 		{"OAuth", testOAuth},
+		{"Resources", testResources},
 		{"Events", testEvents},
 	}
 	for _, g := range groups {
@@ -356,65 +358,7 @@ func mustShape(tb testing.TB, rec resourceapi.Record, what string) {
 	}
 }
 
-func shape(rec resourceapi.Record) []string {
-	if rec == nil {
-		return []string{"record is nil"}
-	}
-	var problems []string
-	for name := range rec {
-		if f := users.Field(name); f == nil || f.WriteOnly {
-			problems = append(problems, fmt.Sprintf("field %q must not be returned", name))
-		}
-	}
-	for _, name := range users.VisibleFields() {
-		f := users.Field(name)
-		v, ok := rec[name]
-		if !ok {
-			problems = append(problems, fmt.Sprintf("field %q missing (absent values are nil, never omitted)", name))
-			continue
-		}
-		if v == nil {
-			if !f.Nullable {
-				problems = append(problems, fmt.Sprintf("%s = nil, want a %s", name, f.Type))
-			}
-			continue
-		}
-		switch f.Type {
-		case resourceapi.TypeInt:
-			if _, ok := v.(int64); !ok {
-				problems = append(problems, fmt.Sprintf("%s = %T, want int64", name, v))
-			}
-		case resourceapi.TypeString:
-			if _, ok := v.(string); !ok {
-				problems = append(problems, fmt.Sprintf("%s = %T, want string", name, v))
-			}
-		case resourceapi.TypeBool:
-			if _, ok := v.(bool); !ok {
-				problems = append(problems, fmt.Sprintf("%s = %T, want bool", name, v))
-			}
-		case resourceapi.TypeStrings:
-			switch l, ok := v.([]string); {
-			case !ok:
-				problems = append(problems, fmt.Sprintf("%s = %T, want []string", name, v))
-			case l == nil:
-				problems = append(problems, fmt.Sprintf("%s = []string(nil), want a non-nil list (an empty list is [], not null)", name))
-			}
-		case resourceapi.TypeTime:
-			switch t, ok := v.(time.Time); {
-			case !ok:
-				problems = append(problems, fmt.Sprintf("%s = %T, want time.Time", name, v))
-			case t.Location() != time.UTC:
-				problems = append(problems, fmt.Sprintf("%s location = %v, want UTC", name, t.Location()))
-			case !t.Equal(resourceapi.Timestamp(t)):
-				problems = append(problems, fmt.Sprintf("%s = %s, want millisecond precision", name, t.Format(time.RFC3339Nano)))
-			}
-		}
-	}
-	if id, ok := rec["id"].(int64); ok && id <= 0 {
-		problems = append(problems, fmt.Sprintf("id = %d, want > 0", id))
-	}
-	return problems
-}
+func shape(rec resourceapi.Record) []string { return shapeOf(users, rec) }
 
 // diff returns how got differs from want, or "" when they hold the same fields
 // with equal values (timestamps compared as instants).

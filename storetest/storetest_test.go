@@ -49,6 +49,11 @@ var mutants = map[string]string{
 	"ignore-context":              "Context/Canceled",
 	"cached-reads-ignore-context": "Context/Canceled",
 	"late-cancel":                 "Context/CanceledDuringWrites",
+	"dangling-references":         "Resources/reviews/References",
+	"items-dropped":               "Resources/Items/orders.items",
+	"no-cascade":                  "Resources/Cascade/users",
+	"no-restrict":                 "Resources/Cascade/products",
+	"stale-cascade-cache":         "Resources/Cascade/articles",
 }
 
 // TestMutants runs the suite against memStores with one defect each, in a

@@ -9,12 +9,17 @@
 // constant-rate tool (vegeta) to measure latency at a fixed offered load.
 //
 //	load -url http://127.0.0.1:8080 -c 64 -d 10s -seed 10000 -scenario get,list,search,create,distinct
+//	load -url http://127.0.0.1:8080 -seed 10000 -seed-orders 100000 -scenario order,orders,create-order
 //
 // Seeded users are named "User 00042" with email "user00042@example.com"
 // (five digits, wider past 99999), so the search scenario's q=user0004
 // matches the ten users user00040 to user00049 by email. Users made by the
 // create scenario are "Load <worker>-<n>" with email
 // load-<run>-<worker>-<n>@example.com, which no search substring matches.
+//
+// Orders are of seeded products (-products, "Product 00042", created first
+// when an order scenario runs or orders are seeded) and belong to users
+// 1..-order-users: seeded order i to user 1+(i-1)%N, with 1 to 3 items.
 //
 // Scenarios run for -d each, except that distinct, which measures what a
 // server keeps per query it has seen, sends a fixed number of requests
@@ -65,10 +70,16 @@ type config struct {
 	seed      int
 	users     int
 	requests  int // per scenario; 0: run for duration
-	header    http.Header
-	host      string
-	json      bool
-	gzip      bool
+	// Orders: how many to seed, how many the order scenario draws ids
+	// from, the products they are made of, and the users they belong to.
+	seedOrders int
+	orders     int
+	products   int
+	orderUsers int
+	header     http.Header
+	host       string
+	json       bool
+	gzip       bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -82,6 +93,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	scenarios := fs.String("scenario", "get", "comma-separated `list` of scenarios: "+strings.Join(scenarioNames(), ", "))
 	fs.IntVar(&c.seed, "seed", 0, "create `N` users first, unless the server already has at least N; 0 seeds nothing")
 	fs.IntVar(&c.users, "users", 0, "how many users the scenarios draw ids and pages from (`N`); default the -seed value, or 10000")
+	fs.IntVar(&c.seedOrders, "seed-orders", 0, "create orders until the server has `N`, spread over the -order-users users; 0 seeds none")
+	fs.IntVar(&c.orders, "orders", 0, "how many orders the order scenario draws ids from (`N`); default the -seed-orders value, or 100000")
+	fs.IntVar(&c.products, "products", 1000, "create products until the server has `N` before orders are seeded or created, and make orders of products 1..N")
+	fs.IntVar(&c.orderUsers, "order-users", 1000, "orders belong to users 1..`N` (which must exist): seeded and created ones, and the user pages of orders")
 	fs.IntVar(&c.requests, "requests", 0, "send `N` requests per scenario, however long they take, instead of running for -d; by default distinct sends "+strconv.Itoa(distinctRequests)+" and the others run for -d")
 	c.header = make(http.Header)
 	fs.Func("header", "add header `K:V` to every request (repeatable), for example X-API-Key:secret", func(s string) error {
@@ -113,6 +128,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.conns < 1 || c.duration <= 0 || c.timeout <= 0 || c.seed < 0 || c.users < 0 || c.requests < 0 {
 		return c, errors.New("-c, -d and -timeout must be positive, -seed, -users and -requests not negative")
 	}
+	if c.seedOrders < 0 || c.orders < 0 || c.products < 1 || c.orderUsers < 1 {
+		return c, errors.New("-products and -order-users must be positive, -seed-orders and -orders not negative")
+	}
 	for name := range strings.SplitSeq(*scenarios, ",") {
 		if _, ok := scenarioByName[name]; !ok {
 			return c, fmt.Errorf("unknown scenario %q: want one of %s", name, strings.Join(scenarioNames(), ", "))
@@ -125,7 +143,19 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.users == 0 {
 		c.users = 10000
 	}
+	if c.orders == 0 {
+		c.orders = c.seedOrders
+	}
+	if c.orders == 0 {
+		c.orders = 100000
+	}
 	return c, nil
+}
+
+// ordersNeeded reports whether the run makes orders (seeds them, or runs an
+// order scenario), which needs products.
+func ordersNeeded(c *config) bool {
+	return c.seedOrders > 0 || slices.ContainsFunc(c.scenarios, func(name string) bool { return strings.Contains(name, "order") })
 }
 
 // request is what a scenario asks a worker to send.
@@ -161,6 +191,26 @@ var scenarioByName = map[string]scenario{
 	"create": func(_ *config, run string, w, n int) request {
 		id := strconv.Itoa(w) + "-" + strconv.Itoa(n)
 		return request{method: "POST", path: "/api/users", body: userJSON("Load "+id, "load-"+run+"-"+id+"@example.com", 30)}
+	},
+	// One order, with its items, by a random id. Seeded orders have ids 1..N
+	// on a fresh server.
+	"order": func(c *config, _ string, _, _ int) request {
+		return request{method: "GET", path: "/api/orders/" + strconv.Itoa(1+rand.IntN(c.orders))}
+	},
+	// A random order-holding user's first page of 20 orders: the nested
+	// collection, narrowed by owner, with its total.
+	"orders": func(c *config, _ string, _, _ int) request {
+		return request{method: "GET", path: "/api/users/" + strconv.Itoa(1+rand.IntN(c.orderUsers)) + "/orders?limit=20"}
+	},
+	// A new order of 1 to 3 random products for a random order-holding
+	// user: one write transaction that looks up each price and writes the
+	// order and its items.
+	"create-order": func(c *config, _ string, _, _ int) request {
+		items := make([]orderItem, 1+rand.IntN(3))
+		for i := range items {
+			items[i] = orderItem{ProductID: 1 + rand.IntN(c.products), Quantity: 1 + rand.IntN(5)}
+		}
+		return request{method: "POST", path: "/api/orders", body: orderJSON(1+rand.IntN(c.orderUsers), items)}
 	},
 	// A search no request of any run has sent before, which matches nobody:
 	// whatever the server keeps per distinct query (cached empty pages)
@@ -200,6 +250,33 @@ func scenarioNames() []string {
 func seedName(i int) string  { return fmt.Sprintf("User %05d", i) }
 func seedEmail(i int) string { return fmt.Sprintf("user%05d@example.com", i) }
 
+func productName(i int) string { return fmt.Sprintf("Product %05d", i) }
+
+func productJSON(i int) []byte {
+	b, _ := json.Marshal(map[string]any{"name": productName(i), "price_cents": 100 + (i*7919)%100000})
+	return b
+}
+
+type orderItem struct {
+	ProductID int `json:"product_id"`
+	Quantity  int `json:"quantity"`
+}
+
+func orderJSON(user int, items []orderItem) []byte {
+	b, _ := json.Marshal(map[string]any{"user_id": user, "items": items})
+	return b
+}
+
+// seedOrder returns the body of seeded order i (1-based): user 1+(i-1)%N,
+// 1 to 3 items of products spread over all of them.
+func seedOrder(c *config, i int) []byte {
+	items := make([]orderItem, 1+i%3)
+	for k := range items {
+		items[k] = orderItem{ProductID: 1 + (i*7919+k*104729)%c.products, Quantity: 1 + (i+k)%4}
+	}
+	return orderJSON(1+(i-1)%c.orderUsers, items)
+}
+
 func userJSON(name, email string, age int) []byte {
 	b, _ := json.Marshal(map[string]any{"name": name, "email": email, "age": age})
 	return b
@@ -214,6 +291,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer client.CloseIdleConnections()
 	if c.seed > 0 {
 		if err := seed(ctx, &c, client, stderr); err != nil {
+			return err
+		}
+	}
+	if ordersNeeded(&c) {
+		if err := seedOrders(ctx, &c, client, stderr); err != nil {
 			return err
 		}
 	}
@@ -284,7 +366,7 @@ func do(ctx context.Context, c *config, client *http.Client, r request) (status 
 // existing email (409) counts as created, so an interrupted seed can be
 // resumed.
 func seed(ctx context.Context, c *config, client *http.Client, stderr io.Writer) error {
-	total, err := countUsers(ctx, c, client)
+	total, err := count(ctx, c, client, "/api/users")
 	if err != nil {
 		return err
 	}
@@ -292,6 +374,57 @@ func seed(ctx context.Context, c *config, client *http.Client, stderr io.Writer)
 		fmt.Fprintf(stderr, "seed: server has %d users, not seeding\n", total)
 		return nil
 	}
+	return create(ctx, c, client, stderr, "users", 1, c.seed, func(i int) request {
+		return request{method: "POST", path: "/api/users", body: userJSON(seedName(i), seedEmail(i), 18+i%70)}
+	})
+}
+
+// seedOrders creates the products orders are made of, and then orders,
+// until the server has c.products and c.seedOrders of them. Neither is
+// unique, so an interrupted seed resumes from the count the server reports.
+// It first checks that the users orders belong to exist.
+func seedOrders(ctx context.Context, c *config, client *http.Client, stderr io.Writer) error {
+	users, err := count(ctx, c, client, "/api/users")
+	if err != nil {
+		return err
+	}
+	if users < c.orderUsers {
+		return fmt.Errorf("seed orders: the server has %d users, fewer than -order-users %d (seed more with -seed)", users, c.orderUsers)
+	}
+	for _, s := range []struct {
+		name, path string
+		want       int
+		body       func(i int) []byte
+	}{
+		{"products", "/api/products", c.products, productJSON},
+		{"orders", "/api/orders", c.seedOrders, func(i int) []byte { return seedOrder(c, i) }},
+	} {
+		have, err := count(ctx, c, client, s.path)
+		if err != nil {
+			return err
+		}
+		if have >= s.want {
+			// Said only when seeding was asked for: an order scenario
+			// alone makes sure of the products on every run.
+			if s.want > 0 && c.seedOrders > 0 {
+				fmt.Fprintf(stderr, "seed: server has %d %s, not seeding\n", have, s.name)
+			}
+			continue
+		}
+		err = create(ctx, c, client, stderr, s.name, have+1, s.want, func(i int) request {
+			return request{method: "POST", path: s.path, body: s.body(i)}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// create sends the requests req(from)..req(to) with c.conns workers and
+// reports how long they took. Each must be answered 201, or 409 (a unique
+// value that an earlier, interrupted seed created).
+func create(ctx context.Context, c *config, client *http.Client, stderr io.Writer, what string, from, to int, req func(i int) request) error {
 	start := time.Now()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -300,20 +433,20 @@ func seed(ctx context.Context, c *config, client *http.Client, stderr io.Writer)
 	for range c.conns {
 		wg.Go(func() {
 			for i := range next {
-				r := request{method: "POST", path: "/api/users", body: userJSON(seedName(i), seedEmail(i), 18+i%70)}
+				r := req(i)
 				status, err := do(ctx, c, client, r)
 				if err == nil && status != http.StatusCreated && status != http.StatusConflict {
 					err = fmt.Errorf("status %d", status)
 				}
 				if err != nil {
-					cancel(fmt.Errorf("seed: create %s: %w", seedEmail(i), err))
+					cancel(fmt.Errorf("seed: %s %s %d: %w", r.method, r.path, i, err))
 					return
 				}
 			}
 		})
 	}
 feed:
-	for i := 1; i <= c.seed; i++ {
+	for i := from; i <= to; i++ {
 		select {
 		case next <- i:
 		case <-ctx.Done():
@@ -326,14 +459,15 @@ feed:
 		return err
 	}
 	elapsed := time.Since(start)
-	fmt.Fprintf(stderr, "seed: created %d users in %.1fs (%.0f/s)\n", c.seed, elapsed.Seconds(), float64(c.seed)/elapsed.Seconds())
+	n := to - from + 1
+	fmt.Fprintf(stderr, "seed: created %d %s in %.1fs (%.0f/s)\n", n, what, elapsed.Seconds(), float64(n)/elapsed.Seconds())
 	return nil
 }
 
-// countUsers returns pagination.total of the user list, which is also the
-// check that the URL and credentials work before any load is sent.
-func countUsers(ctx context.Context, c *config, client *http.Client) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, "GET", c.base+"/api/users?limit=1", nil)
+// count returns pagination.total of the collection at path, which is also
+// the check that the URL and credentials work before any load is sent.
+func count(ctx context.Context, c *config, client *http.Client, path string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", c.base+path+"?limit=1", nil)
 	if err != nil {
 		return 0, err
 	}
@@ -343,12 +477,12 @@ func countUsers(ctx context.Context, c *config, client *http.Client) (int, error
 	req.Host = c.host
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("count users: %w", err)
+		return 0, fmt.Errorf("count %s: %w", path, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return 0, fmt.Errorf("count users: GET /api/users?limit=1: %s: %s", resp.Status, bytes.TrimSpace(body))
+		return 0, fmt.Errorf("count %s: GET %s?limit=1: %s: %s", path, path, resp.Status, bytes.TrimSpace(body))
 	}
 	var page struct {
 		Pagination struct {
@@ -356,7 +490,7 @@ func countUsers(ctx context.Context, c *config, client *http.Client) (int, error
 		} `json:"pagination"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil || page.Pagination.Total == nil {
-		return 0, fmt.Errorf("count users: no pagination.total in the response (%v)", err)
+		return 0, fmt.Errorf("count %s: no pagination.total in the response (%v)", path, err)
 	}
 	return *page.Pagination.Total, nil
 }

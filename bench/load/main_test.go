@@ -17,14 +17,23 @@ import (
 	"testing"
 )
 
-// fakeServer is just enough of resourceapi's users API for load to drive:
-// ids from 1, unique emails, the list envelope's pagination.total, and an API
+// fakeServer is just enough of resourceapi's API for load to drive: users
+// with ids from 1 and unique emails, products, orders of products for users
+// (nested under them too), the list envelope's pagination.total, and an API
 // key on every request.
 type fakeServer struct {
-	mu      sync.Mutex
-	emails  map[string]bool
-	n       int
-	queries []string
+	mu       sync.Mutex
+	emails   map[string]bool
+	n        int
+	queries  []string
+	products int
+	orders   []fakeOrder
+	pages    []string // the paths of nested order lists
+}
+
+type fakeOrder struct {
+	User  int
+	Items []struct{ ProductID, Quantity int }
 }
 
 func newFakeServer(tb testing.TB) (*fakeServer, *httptest.Server) {
@@ -53,6 +62,80 @@ func newFakeServer(tb testing.TB) (*fakeServer, *httptest.Server) {
 		f.emails[u.Email] = true
 		f.n++
 		w.WriteHeader(http.StatusCreated)
+	})
+	mux.HandleFunc("GET /api/products", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		fmt.Fprintf(w, `{"data":[],"pagination":{"page":1,"limit":1,"total":%d,"pages":%d}}`, f.products, f.products)
+	})
+	mux.HandleFunc("POST /api/products", func(w http.ResponseWriter, r *http.Request) {
+		var p struct {
+			Name       string
+			PriceCents *int `json:"price_cents"`
+		}
+		if json.NewDecoder(r.Body).Decode(&p) != nil || p.Name == "" || p.PriceCents == nil || *p.PriceCents < 0 {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.products++
+		w.WriteHeader(http.StatusCreated)
+	})
+	mux.HandleFunc("GET /api/orders", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		fmt.Fprintf(w, `{"data":[],"pagination":{"page":1,"limit":1,"total":%d,"pages":%d}}`, len(f.orders), len(f.orders))
+	})
+	mux.HandleFunc("POST /api/orders", func(w http.ResponseWriter, r *http.Request) {
+		var o struct {
+			UserID int `json:"user_id"`
+			Items  []struct {
+				ProductID int `json:"product_id"`
+				Quantity  int
+			}
+		}
+		if json.NewDecoder(r.Body).Decode(&o) != nil || len(o.Items) == 0 {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		order := fakeOrder{User: o.UserID}
+		for _, it := range o.Items {
+			if it.ProductID < 1 || it.ProductID > f.products || it.Quantity < 1 {
+				w.WriteHeader(http.StatusUnprocessableEntity)
+				return
+			}
+			order.Items = append(order.Items, struct{ ProductID, Quantity int }{it.ProductID, it.Quantity})
+		}
+		if o.UserID < 1 || o.UserID > f.n {
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			return
+		}
+		f.orders = append(f.orders, order)
+		w.WriteHeader(http.StatusCreated)
+	})
+	mux.HandleFunc("GET /api/orders/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id, _ := strconv.Atoi(r.PathValue("id"))
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if id < 1 || id > len(f.orders) {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		fmt.Fprintf(w, `{"id":%d}`, id)
+	})
+	mux.HandleFunc("GET /api/users/{id}/orders", func(w http.ResponseWriter, r *http.Request) {
+		id, _ := strconv.Atoi(r.PathValue("id"))
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.pages = append(f.pages, r.URL.RequestURI())
+		if id < 1 || id > f.n {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		fmt.Fprint(w, `{"data":[],"pagination":{"page":1,"limit":20,"total":0,"pages":0}}`)
 	})
 	mux.HandleFunc("GET /api/users/{id}", func(w http.ResponseWriter, r *http.Request) {
 		id, _ := strconv.Atoi(r.PathValue("id"))
@@ -179,6 +262,63 @@ func TestDistinct(t *testing.T) {
 	}
 }
 
+// TestOrderScenarios seeds products and orders, runs the order scenarios,
+// and checks what the server got: orders of seeded products for users
+// 1..-order-users, each of 1 to 3 items, and pages of those users' orders.
+func TestOrderScenarios(t *testing.T) {
+	f, srv := newFakeServer(t)
+	args := []string{"-url", srv.URL, "-c", "4", "-d", "100ms", "-seed", "12", "-seed-orders", "60", "-products", "7",
+		"-order-users", "5", "-header", "X-API-Key: secret", "-json", "-scenario", "order,orders,create-order"}
+	results := mustRun(t, args...)
+	if len(results) != 3 {
+		t.Fatalf("%d results, want 3", len(results))
+	}
+	for i, name := range []string{"order", "orders", "create-order"} {
+		if res := results[i]; res.Scenario != name || res.Requests == 0 || res.Errors != 0 {
+			t.Errorf("result %d = %+v, want scenario %s with requests and no errors", i, res, name)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.products != 7 {
+		t.Errorf("server has %d products, want the 7 seeded", f.products)
+	}
+	if got, want := uint64(len(f.orders)), 60+results[2].Requests; got != want {
+		t.Errorf("server has %d orders, want 60 seeded and %d created", got, results[2].Requests)
+	}
+	users := map[int]bool{}
+	for i, o := range f.orders {
+		users[o.User] = true
+		if o.User < 1 || o.User > 5 || len(o.Items) < 1 || len(o.Items) > 3 {
+			t.Fatalf("order %d = %+v, want a user of 1..5 and 1 to 3 items", i+1, o)
+		}
+	}
+	if len(users) != 5 {
+		t.Errorf("orders belong to %d users, want all 5", len(users))
+	}
+	for _, p := range f.pages {
+		if !regexp.MustCompile(`^/api/users/[1-5]/orders\?limit=20$`).MatchString(p) {
+			t.Fatalf("orders page %q, want /api/users/<1..5>/orders?limit=20", p)
+		}
+	}
+
+	// A second run seeds nothing more; too few users for -order-users is
+	// refused before any order is sent.
+	n := len(f.orders)
+	f.mu.Unlock()
+	mustRun(t, append(args[:len(args)-2], "-scenario", "order")...)
+	var stderr bytes.Buffer
+	err := run(context.Background(), []string{"-url", srv.URL, "-order-users", "500", "-header", "X-API-Key: secret",
+		"-d", "10ms", "-scenario", "orders"}, io.Discard, &stderr)
+	f.mu.Lock()
+	if len(f.orders) != n {
+		t.Errorf("a second run made %d more orders, want none", len(f.orders)-n)
+	}
+	if err == nil || !strings.Contains(err.Error(), "-order-users") {
+		t.Errorf("run with -order-users above the users = %v, want an error naming it", err)
+	}
+}
+
 func TestErrorsByStatus(t *testing.T) {
 	_, srv := newFakeServer(t)
 	// No seed and no key: every request is a 401.
@@ -202,6 +342,9 @@ func TestFlags(t *testing.T) {
 		{"-scenario", "bogus"},
 		{"-c", "0"},
 		{"-requests", "-1"},
+		{"-products", "0"},
+		{"-order-users", "0"},
+		{"-seed-orders", "-1"},
 		{"-url", "127.0.0.1:8080"},
 		{"-header", "novalue"},
 		{"extra"},

@@ -1,0 +1,141 @@
+package postgres_test
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"testing"
+
+	"github.com/resourceapi/resourceapi"
+	"github.com/resourceapi/resourceapi/postgres"
+	"github.com/resourceapi/resourceapi/postgres/pgtest"
+	"github.com/resourceapi/resourceapi/storetest"
+)
+
+// TestSchema checks every declaration against the schema the migrations
+// make.
+func TestSchema(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	if err := postgres.Migrate(context.Background(), url); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	storetest.CheckSchema(t, db, storetest.Introspection{
+		Table: introspect,
+		Types: map[resourceapi.FieldType][]string{
+			// Counts and amounts with small bounds may be integer.
+			resourceapi.TypeInt:     {"bigint", "integer"},
+			resourceapi.TypeBool:    {"boolean"},
+			resourceapi.TypeTime:    {"timestamp with time zone"},
+			resourceapi.TypeString:  {"text"},
+			resourceapi.TypeStrings: {"jsonb"},
+		},
+		IDTypes: []string{"bigint"},
+	})
+}
+
+// introspect reads a table of the public schema from PostgreSQL's catalog.
+func introspect(ctx context.Context, db *sql.DB, name string) (*storetest.Table, error) {
+	var oid sql.NullInt64
+	if err := db.QueryRowContext(ctx, `SELECT to_regclass('public.' || quote_ident($1))::oid`, name).Scan(&oid); err != nil {
+		return nil, err
+	}
+	if !oid.Valid {
+		return nil, nil
+	}
+	t := &storetest.Table{Name: name}
+	err := each(ctx, db, `SELECT attname, format_type(atttypid, atttypmod), attnotnull FROM pg_attribute
+		WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped ORDER BY attnum`, []any{oid.Int64}, func(rows *sql.Rows) error {
+		var c storetest.Column
+		if err := rows.Scan(&c.Name, &c.Type, &c.NotNull); err != nil {
+			return err
+		}
+		t.Columns = append(t.Columns, c)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Key columns with their option bits (1: DESC, 2: NULLS FIRST) and
+	// operator classes; an expression has no column name.
+	// The lists are joined with commas, which no name here holds.
+	err = each(ctx, db, `SELECT c.relname, ix.indisunique, ix.indpred IS NOT NULL, am.amname,
+			array_to_string(ARRAY(SELECT coalesce(a.attname, '') FROM generate_series(0, ix.indnkeyatts - 1) k
+				LEFT JOIN pg_attribute a ON a.attrelid = ix.indrelid AND a.attnum = ix.indkey[k] ORDER BY k), ','),
+			array_to_string(ARRAY(SELECT ix.indoption[k] & 3 FROM generate_series(0, ix.indnkeyatts - 1) k ORDER BY k), ','),
+			array_to_string(ARRAY(SELECT op.opcname FROM generate_series(0, ix.indnkeyatts - 1) k
+				JOIN pg_opclass op ON op.oid = ix.indclass[k] ORDER BY k), ',')
+		FROM pg_index ix JOIN pg_class c ON c.oid = ix.indexrelid JOIN pg_am am ON am.oid = c.relam
+		WHERE ix.indrelid = $1`, []any{oid.Int64}, func(rows *sql.Rows) error {
+		var ix storetest.Index
+		var method, cols, opts, ops string
+		if err := rows.Scan(&ix.Name, &ix.Unique, &ix.Partial, &method, &cols, &opts, &ops); err != nil {
+			return err
+		}
+		columns, options, opclasses := strings.Split(cols, ","), strings.Split(opts, ","), strings.Split(ops, ",")
+		if method == "gin" {
+			// The trigram index q is answered with (ILIKE); other GIN
+			// indexes (roles @>) serve filters of their own.
+			for i, op := range opclasses {
+				if op == "gin_trgm_ops" && columns[i] != "" {
+					t.Search = append(t.Search, columns[i])
+				}
+			}
+			return nil
+		}
+		if method != "btree" {
+			return nil
+		}
+		ix.Columns = columns
+		for _, o := range options {
+			// PostgreSQL orders null as the largest value unless told
+			// otherwise: ASC NULLS LAST, DESC NULLS FIRST.
+			desc, nullsFirst := o == "1" || o == "3", o == "2" || o == "3"
+			ix.NullsLow = append(ix.NullsLow, desc != nullsFirst)
+		}
+		t.Indexes = append(t.Indexes, ix)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	actions := map[string]string{"a": "NO ACTION", "r": "RESTRICT", "c": "CASCADE", "n": "SET NULL", "d": "SET DEFAULT"}
+	err = each(ctx, db, `SELECT
+			array_to_string(ARRAY(SELECT a.attname FROM unnest(con.conkey) WITH ORDINALITY k(att, n)
+				JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.att ORDER BY k.n), ','),
+			con.confrelid::regclass::text,
+			array_to_string(ARRAY(SELECT a.attname FROM unnest(con.confkey) WITH ORDINALITY k(att, n)
+				JOIN pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.att ORDER BY k.n), ','),
+			con.confdeltype
+		FROM pg_constraint con WHERE con.contype = 'f' AND con.conrelid = $1`, []any{oid.Int64}, func(rows *sql.Rows) error {
+		var fk storetest.ForeignKey
+		var cols, refCols, action string
+		if err := rows.Scan(&cols, &fk.Table, &refCols, &action); err != nil {
+			return err
+		}
+		fk.Columns, fk.RefColumns = strings.Split(cols, ","), strings.Split(refCols, ",")
+		fk.OnDelete = actions[action]
+		t.ForeignKeys = append(t.ForeignKeys, fk)
+		return nil
+	})
+	return t, err
+}
+
+// each runs query and calls f for each row.
+func each(ctx context.Context, db *sql.DB, query string, args []any, f func(*sql.Rows) error) error {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := f(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
