@@ -177,3 +177,56 @@ func mustReceive(tb testing.TB, sub <-chan resourceapi.Event) resourceapi.Event 
 	}
 	panic("unreachable")
 }
+
+// flakyPublisher delivers to the hub and then fails, the first time: as a
+// relay that dies after publishing and before its transaction commits the
+// marks.
+type flakyPublisher struct {
+	hub    *inmem.Hub
+	failed bool
+}
+
+func (p *flakyPublisher) Publish(ctx context.Context, events []resourceapi.Event) error {
+	if err := p.hub.Publish(ctx, events); err != nil {
+		return err
+	}
+	if !p.failed {
+		p.failed = true
+		return fmt.Errorf("the relay died before marking")
+	}
+	return nil
+}
+
+// TestRepublishedOnce has a relay publish a batch and then fail before its
+// marks commit: the events stay in the outbox, are published again, and the
+// subscriber still gets each once.
+func TestRepublishedOnce(t *testing.T) {
+	db := mustOpen(t, pgtest.NewDatabase(t))
+	hub := inmem.NewHub()
+	sub, err := hub.Subscribe(context.Background(), "userCreated", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := resourceapi.Record{"name": "Once", "email": "once@example.com"}
+	if err := resourceapi.Validate(resourceapi.Users, rec, resourceapi.ModeCreate); err != nil {
+		t.Fatal(err)
+	}
+	out, err := db.Create(context.Background(), resourceapi.Users, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := &flakyPublisher{hub: hub}
+	publish := func() (int, error) { return db.PublishEvents(context.Background(), 10, pub.Publish) }
+	if n, err := publish(); err == nil || n != 0 {
+		t.Fatalf("first PublishEvents = %d, %v; want 0 and the publisher's error", n, err)
+	}
+	if n, err := publish(); err != nil || n != 1 {
+		t.Fatalf("second PublishEvents = %d, %v; want the event published again", n, err)
+	}
+	if ev := mustReceive(t, sub); ev.Record.ID() != out.ID() {
+		t.Fatalf("event of %d, want %d", ev.Record.ID(), out.ID())
+	}
+	if len(sub) != 0 {
+		t.Fatal("the republished event reached the subscriber twice")
+	}
+}
