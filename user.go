@@ -50,9 +50,6 @@ const MaxEmailLength = 254
 
 func trimSpace(v any) any { return strings.TrimSpace(v.(string)) }
 
-
-
-
 // checkEmail accepts a bare RFC 5322 addr-spec (no display name, no angle
 // brackets) of at most MaxEmailLength bytes with a non-empty domain.
 func checkEmail(v any) string {
@@ -80,7 +77,6 @@ func normalizeSet(v any) any {
 	return slices.Compact(list)
 }
 
-
 func checkPermissions(v any) string {
 	list := v.([]string)
 	if len(list) > 64 {
@@ -95,8 +91,6 @@ func checkPermissions(v any) string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
-
 
 // oneLine refuses control characters: names and titles are shown to people,
 // one line long.
