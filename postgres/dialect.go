@@ -114,14 +114,9 @@ func (dialect) Permissions(u string) string {
 		"SELECT jsonb_array_elements_text(r.permissions) FROM roles r WHERE " + u + ".roles ? r.name) AS x)"
 }
 
-// Items aggregates the item rows of a record into a JSON array, in order.
-func (dialect) Items(res *resourceapi.Resource, f *resourceapi.Field) string {
-	var kv []string
-	for _, sub := range f.Items.Fields {
-		kv = append(kv, "'"+sub.Name+"', "+sub.Name)
-	}
-	return "(SELECT coalesce(json_agg(json_build_object(" + strings.Join(kv, ", ") + ") ORDER BY position), '[]'::json) FROM " +
-		f.Items.Table + " WHERE " + f.Items.Key + " = " + res.Name + ".id)"
+// ObjectArray aggregates rows into a JSON array of objects.
+func (dialect) ObjectArray(keyValues, orderBy string) string {
+	return "coalesce(json_agg(json_build_object(" + keyValues + ") ORDER BY " + orderBy + "), '[]'::json)"
 }
 
 // ForeignKey reports foreign key violations (SQLSTATE 23503).

@@ -140,14 +140,10 @@ func (dialect) Permissions(u string) string {
 		"SELECT rp.value FROM roles r, json_each(r.permissions) rp WHERE r.name IN (SELECT value FROM json_each(" + u + ".roles))))"
 }
 
-// Items aggregates the item rows of a record into a JSON array, in order.
-func (dialect) Items(res *resourceapi.Resource, f *resourceapi.Field) string {
-	var kv []string
-	for _, sub := range f.Items.Fields {
-		kv = append(kv, "'"+sub.Name+"', "+sub.Name)
-	}
-	return "(SELECT coalesce(json_group_array(json_object(" + strings.Join(kv, ", ") + ") ORDER BY position), '[]') FROM " +
-		f.Items.Table + " WHERE " + f.Items.Key + " = " + res.Name + ".id)"
+// ObjectArray aggregates rows into a JSON array of objects (SQLite 3.44's
+// ordered aggregates).
+func (dialect) ObjectArray(keyValues, orderBy string) string {
+	return "coalesce(json_group_array(json_object(" + keyValues + ") ORDER BY " + orderBy + "), '[]')"
 }
 
 // ForeignKey reports SQLite's foreign key violations (which do not say which

@@ -65,6 +65,18 @@ func (s *Store) returnColumns(res *resourceapi.Resource) *columns {
 
 type columnSet struct{ read, write *columns }
 
+// itemsColumn is the expression, over a row of res's table, whose value is
+// the JSON array of the items of field f, in order, each object with the
+// item fields by name.
+func (s *Store) itemsColumn(res *resourceapi.Resource, f *resourceapi.Field) string {
+	var kv []string
+	for _, sub := range f.Items.Fields {
+		kv = append(kv, "'"+sub.Name+"', "+sub.Name)
+	}
+	return "(SELECT " + s.dialect.ObjectArray(join(kv), "position") + " FROM " + f.Items.Table +
+		" WHERE " + f.Items.Key + " = " + res.Name + ".id)"
+}
+
 func (s *Store) columnSet(res *resourceapi.Resource) columnSet {
 	if c, ok := s.columns.Load(res); ok {
 		return c.(columnSet)
@@ -78,7 +90,7 @@ func (s *Store) columnSet(res *resourceapi.Resource) columnSet {
 		}
 		read.fields = append(read.fields, f)
 		if f.Type == resourceapi.TypeItems {
-			readNames = append(readNames, s.dialect.Items(res, f))
+			readNames = append(readNames, s.itemsColumn(res, f))
 			continue
 		}
 		readNames = append(readNames, column(f))

@@ -54,10 +54,10 @@ type Dialect interface {
 	// LockRetain serialises the writes that check res's Retain invariant, on
 	// databases where transactions could otherwise both pass the check.
 	LockRetain(ctx context.Context, tx Execer, res *resourceapi.Resource) error
-	// Items returns an expression, over a row of res's table, whose value is
-	// a JSON array of the objects of field f (a TypeItems field), in order:
-	// each object has the item fields by name.
-	Items(res *resourceapi.Resource, f *resourceapi.Field) string
+	// ObjectArray returns the aggregate that makes the rows of a query a JSON
+	// array of objects, in the order of orderBy: keyValues is the objects'
+	// key-value list ('name', column, ...). An empty set is [].
+	ObjectArray(keyValues, orderBy string) string
 	// ForeignKey reports whether err is a violation of a foreign key: a
 	// reference to a record that does not exist, or the delete of a record
 	// that a restricting reference still points to.
