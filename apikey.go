@@ -55,7 +55,7 @@ var APIKeys = NewResource(Resource{
 	Fields: []Field{
 		{Name: "id", Type: TypeInt, ReadOnly: true, Sortable: true},
 		{Name: "user_id", Type: TypeInt, References: "users", Sortable: true},
-		{Name: "name", Type: TypeString, Nullable: true, Sortable: true, Normalize: trimSpace, Check: checkName},
+		{Name: "name", Type: TypeString, Nullable: true, Sortable: true, Normalize: trimSpace, Length: &Range{1, 100}, Check: oneLine},
 		{Name: "key", Type: TypeString, WriteOnly: true, Secret: SecretToken, Generate: NewAPIKey},
 		{Name: "prefix", Type: TypeString, ReadOnly: true, Computed: true},
 		{Name: "created_at", Type: TypeTime, ReadOnly: true, Sortable: true},

@@ -11,7 +11,7 @@ var Comments = NewResource(Resource{
 		{Name: "id", Type: TypeInt, ReadOnly: true, Sortable: true},
 		{Name: "article_id", Type: TypeInt, Required: true, References: "articles", Sortable: true},
 		{Name: "author_id", Type: TypeInt, References: "users", Sortable: true},
-		{Name: "body", Type: TypeString, Required: true, Searchable: true, Check: checkText(10_000)},
+		{Name: "body", Type: TypeString, Required: true, Searchable: true, Length: &Range{1, 10_000}},
 		{Name: "created_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 		{Name: "updated_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 	},

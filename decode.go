@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // WriteMode says which kind of write a request body is decoded for.
@@ -178,12 +179,45 @@ func checkValue(f *Field, v any) (any, string) {
 	if f.Normalize != nil {
 		v = f.Normalize(v)
 	}
+	if why := checkLimits(f, v); why != "" {
+		return nil, why
+	}
 	if f.Check != nil {
 		if why := f.Check(v); why != "" {
 			return nil, why
 		}
 	}
 	return v, ""
+}
+
+// checkLimits checks a value of the field's type against its declared
+// Range, Length and Enum.
+func checkLimits(f *Field, v any) string {
+	if r := f.Range; r != nil {
+		if n, ok := v.(int64); ok && (n < r.Min || n > r.Max) {
+			return "must be between " + strconv.FormatInt(r.Min, 10) + " and " + strconv.FormatInt(r.Max, 10)
+		}
+	}
+	if r := f.Length; r != nil {
+		if s, ok := v.(string); ok {
+			if n := int64(utf8.RuneCountInString(s)); n < r.Min || n > r.Max {
+				return "must be " + strconv.FormatInt(r.Min, 10) + " to " + strconv.FormatInt(r.Max, 10) + " characters"
+			}
+		}
+	}
+	if len(f.Enum) > 0 {
+		bad := false
+		switch x := v.(type) {
+		case string:
+			bad = !slices.Contains(f.Enum, x)
+		case []string:
+			bad = slices.ContainsFunc(x, func(e string) bool { return !slices.Contains(f.Enum, e) })
+		}
+		if bad {
+			return "must be one of " + quotedList(f.Enum)
+		}
+	}
+	return ""
 }
 
 // validateItems checks the objects of a TypeItems field: their number, and

@@ -18,7 +18,10 @@ type Event struct {
 	Name string
 	// Resource is the name of the resource the record belongs to.
 	Resource string
-	// Record is the record as the write committed it (its visible fields).
+	// Record is the record as the write committed it (its visible fields;
+	// for a delete, the record as it was). It is nil in the rare event that
+	// this version cannot read it: an event of a resource that only a newer
+	// version declares, during a rolling upgrade.
 	Record Record
 	// At is when the event was recorded, in the write's transaction.
 	At time.Time

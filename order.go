@@ -21,12 +21,12 @@ var Orders = NewResource(Resource{
 		{Name: "id", Type: TypeInt, ReadOnly: true, Sortable: true},
 		{Name: "user_id", Type: TypeInt, References: "users", Sortable: true},
 		{Name: "status", Type: TypeString, Sortable: true, Default: func() any { return OrderPending },
-			Check: oneOf(OrderPending, OrderPaid, OrderShipped, OrderCancelled)},
+			Enum: []string{OrderPending, OrderPaid, OrderShipped, OrderCancelled}},
 		{Name: "items", Type: TypeItems, Required: true, Items: &Items{
 			Table: "order_items", Key: "order_id", Min: 1, Max: 100,
 			Fields: []Field{
 				{Name: "product_id", Type: TypeInt, Required: true, References: "products", Restrict: true},
-				{Name: "quantity", Type: TypeInt, Required: true, Check: checkRange(1, 10_000)},
+				{Name: "quantity", Type: TypeInt, Required: true, Range: &Range{1, 10_000}},
 				{Name: "unit_price_cents", Type: TypeInt, ReadOnly: true,
 					Lookup: &Lookup{Resource: "products", By: "product_id", Field: "price_cents"}},
 			},

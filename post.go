@@ -9,8 +9,8 @@ var Posts = NewResource(Resource{
 	Fields: []Field{
 		{Name: "id", Type: TypeInt, ReadOnly: true, Sortable: true},
 		{Name: "author_id", Type: TypeInt, References: "users", Sortable: true},
-		{Name: "title", Type: TypeString, Required: true, Sortable: true, Searchable: true, Normalize: trimSpace, Check: checkTitle},
-		{Name: "content", Type: TypeString, Required: true, Searchable: true, Check: checkText(100_000)},
+		{Name: "title", Type: TypeString, Required: true, Sortable: true, Searchable: true, Normalize: trimSpace, Length: &Range{1, 200}, Check: oneLine},
+		{Name: "content", Type: TypeString, Required: true, Searchable: true, Length: &Range{1, 100_000}},
 		{Name: "created_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 		{Name: "updated_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 	},

@@ -9,9 +9,9 @@ var Products = NewResource(Resource{
 	Singular: "product",
 	Fields: []Field{
 		{Name: "id", Type: TypeInt, ReadOnly: true, Sortable: true},
-		{Name: "name", Type: TypeString, Required: true, Sortable: true, Searchable: true, Normalize: trimSpace, Check: checkTitle},
-		{Name: "description", Type: TypeString, Nullable: true, Searchable: true, Check: checkText(10_000)},
-		{Name: "price_cents", Type: TypeInt, Required: true, Sortable: true, Check: checkRange(0, 1_000_000_000)},
+		{Name: "name", Type: TypeString, Required: true, Sortable: true, Searchable: true, Normalize: trimSpace, Length: &Range{1, 200}, Check: oneLine},
+		{Name: "description", Type: TypeString, Nullable: true, Searchable: true, Length: &Range{1, 10_000}},
+		{Name: "price_cents", Type: TypeInt, Required: true, Sortable: true, Range: &Range{0, 1_000_000_000}},
 		{Name: "created_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 		{Name: "updated_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 	},

@@ -97,6 +97,14 @@ type Field struct {
 	// Searchable fields are matched, as a case-insensitive substring, by q.
 	Searchable bool
 
+	// Range bounds an integer field's value; Length a string field's length,
+	// in characters; Enum lists the values a string field (or each element of
+	// a list of strings) may take. Validate checks them (after Normalize,
+	// before Check), and the API's contract shows them.
+	Range  *Range
+	Length *Range
+	Enum   []string
+
 	// Default returns the value of an absent field on create; nil means null.
 	Default func() any
 	// Normalize rewrites a non-null value before it is checked and stored.
@@ -104,6 +112,9 @@ type Field struct {
 	// Check returns why a non-null, normalized value is not acceptable, or "".
 	Check func(v any) string
 }
+
+// Range is an inclusive range of integers.
+type Range struct{ Min, Max int64 }
 
 // Items declares the objects of a TypeItems field: each is a row of Table,
 // which references the record in column Key and keeps the objects' order.

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 )
 
 // Users is the declaration of the users resource.
@@ -17,14 +16,14 @@ var Users = NewResource(Resource{
 	Fields: []Field{
 		{Name: "id", Type: TypeInt, ReadOnly: true, Sortable: true},
 		{Name: "name", Type: TypeString, Required: true, Sortable: true, Searchable: true,
-			Normalize: trimSpace, Check: checkName},
+			Normalize: trimSpace, Length: &Range{1, 100}, Check: oneLine},
 		{Name: "email", Type: TypeString, Required: true, Unique: true, Sortable: true, Searchable: true,
 			Normalize: trimSpace, Check: checkEmail},
-		{Name: "age", Type: TypeInt, Nullable: true, Sortable: true, Check: checkRange(0, 150)},
+		{Name: "age", Type: TypeInt, Nullable: true, Sortable: true, Range: &Range{0, 150}},
 		{Name: "password", Type: TypeString, WriteOnly: true, Secret: SecretPassword, Nullable: true, Keep: true,
-			Check: checkLength(8, 1024)},
+			Length: &Range{8, 1024}},
 		{Name: "roles", Type: TypeStrings, Keep: true, AdminOnly: true, Default: func() any { return []string{RoleUser} },
-			Normalize: normalizeSet, Check: checkRoles},
+			Normalize: normalizeSet, Enum: RoleNames()},
 		{Name: "permissions", Type: TypeStrings, Keep: true, AdminOnly: true, Default: func() any { return []string{} },
 			Normalize: normalizeSet, Check: checkPermissions},
 		{Name: "created_at", Type: TypeTime, ReadOnly: true, Sortable: true},
@@ -50,36 +49,6 @@ var Users = NewResource(Resource{
 const MaxEmailLength = 254
 
 func trimSpace(v any) any { return strings.TrimSpace(v.(string)) }
-
-func checkLength(lo, hi int) func(any) string {
-	return func(v any) string {
-		if n := utf8.RuneCountInString(v.(string)); n < lo || n > hi {
-			return "must be " + itoa(lo) + " to " + itoa(hi) + " characters"
-		}
-		return ""
-	}
-}
-
-// checkName accepts 1 to 100 characters with no control characters: a name
-// is shown to people, one line long.
-func checkName(v any) string {
-	if why := checkLength(1, 100)(v); why != "" {
-		return why
-	}
-	if strings.IndexFunc(v.(string), unicode.IsControl) >= 0 {
-		return "must not contain control characters"
-	}
-	return ""
-}
-
-func checkRange(lo, hi int64) func(any) string {
-	return func(v any) string {
-		if n := v.(int64); n < lo || n > hi {
-			return "must be between " + itoa(int(lo)) + " and " + itoa(int(hi))
-		}
-		return ""
-	}
-}
 
 // checkEmail accepts a bare RFC 5322 addr-spec (no display name, no angle
 // brackets) of at most MaxEmailLength bytes with a non-empty domain.
@@ -108,15 +77,6 @@ func normalizeSet(v any) any {
 	return slices.Compact(list)
 }
 
-func checkRoles(v any) string {
-	for _, r := range v.([]string) {
-		if !slices.Contains(RoleNames(), r) {
-			return "must be a list of roles from " + quotedList(RoleNames())
-		}
-	}
-	return ""
-}
-
 func checkPermissions(v any) string {
 	list := v.([]string)
 	if len(list) > 64 {
@@ -132,26 +92,11 @@ func checkPermissions(v any) string {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// checkTitle accepts a one-line title of 1 to 200 characters.
-func checkTitle(v any) string {
-	if why := checkLength(1, 200)(v); why != "" {
-		return why
-	}
+// oneLine refuses control characters: names and titles are shown to people,
+// one line long.
+func oneLine(v any) string {
 	if strings.IndexFunc(v.(string), unicode.IsControl) >= 0 {
 		return "must not contain control characters"
 	}
 	return ""
-}
-
-// checkText accepts a text of 1 to max characters.
-func checkText(max int) func(any) string { return checkLength(1, max) }
-
-// oneOf accepts one of the given strings.
-func oneOf(values ...string) func(any) string {
-	return func(v any) string {
-		if !slices.Contains(values, v.(string)) {
-			return "must be one of " + quotedList(values)
-		}
-		return ""
-	}
 }

@@ -561,8 +561,17 @@ func valueSchema(f *resourceapi.Field, request bool) *schema {
 		if f.Name == "id" || f.References != "" {
 			s.Minimum, s.Maximum = new(int64(1)), new(int64(resourceapi.MaxID))
 		}
+		if r := f.Range; r != nil {
+			s.Minimum, s.Maximum = new(r.Min), new(r.Max)
+		}
 	case resourceapi.TypeString:
 		s = &schema{Type: "string"}
+		if r := f.Length; r != nil {
+			s.MinLength, s.MaxLength = new(int(r.Min)), new(int(r.Max))
+		}
+		for _, e := range f.Enum {
+			s.Enum = append(s.Enum, e)
+		}
 	case resourceapi.TypeBool:
 		s = &schema{Type: "boolean"}
 	case resourceapi.TypeTime:
@@ -573,6 +582,9 @@ func valueSchema(f *resourceapi.Field, request bool) *schema {
 		}
 	case resourceapi.TypeStrings:
 		s = &schema{Type: "array", Items: &schema{Type: "string"}}
+		for _, e := range f.Enum {
+			s.Items.Enum = append(s.Items.Enum, e)
+		}
 	case resourceapi.TypeItems:
 		item := &schema{Type: "object", AdditionalProperties: new(false)}
 		for _, sub := range f.Items.Fields {

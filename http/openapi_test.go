@@ -228,3 +228,48 @@ func writeForCI(t *testing.T, name string, doc []byte) {
 		t.Fatal(err)
 	}
 }
+
+// TestOpenAPILimits: the declared limits of fields (ranges, lengths, allowed
+// values) are in the document, where a client's own validation can use them.
+func TestOpenAPILimits(t *testing.T) {
+	c := mustServer(t, mustSQLite(t, newClock().Now))
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]struct {
+					Minimum   *int64 `json:"minimum"`
+					Maximum   *int64 `json:"maximum"`
+					MinLength *int   `json:"minLength"`
+					MaxLength *int   `json:"maxLength"`
+					Enum      []any  `json:"enum"`
+					Items     *struct {
+						Enum []any `json:"enum"`
+					} `json:"items"`
+				} `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(c.anonymous().get("/api/openapi.json").body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for name, s := range doc.Components.Schemas {
+		if p, ok := s.Properties["rating"]; ok && p.Minimum != nil && *p.Minimum == 1 && p.Maximum != nil && *p.Maximum == 5 {
+			found["rating 1..5"] = true
+		}
+		if p, ok := s.Properties["status"]; ok && strings.HasPrefix(name, "Order") && len(p.Enum) == 4 {
+			found["order status enum"] = true
+		}
+		if p, ok := s.Properties["name"]; ok && strings.HasPrefix(name, "User") && p.MaxLength != nil && *p.MaxLength == 100 {
+			found["user name length"] = true
+		}
+		if p, ok := s.Properties["roles"]; ok && p.Items != nil && len(p.Items.Enum) == 3 {
+			found["roles enum"] = true
+		}
+	}
+	for _, want := range []string{"rating 1..5", "order status enum", "user name length", "roles enum"} {
+		if !found[want] {
+			t.Errorf("the document does not show %s", want)
+		}
+	}
+}

@@ -140,3 +140,20 @@ func (h *Hub) Close() {
 		delete(h.subs, name)
 	}
 }
+
+var _ resourceapi.Publisher = (*Hub)(nil)
+
+// Publish implements resourceapi.Publisher: it delivers events to this
+// process's subscribers (the engine of a single instance). It fails only
+// once the hub is closed.
+func (h *Hub) Publish(_ context.Context, events []resourceapi.Event) error {
+	for _, ev := range events {
+		h.Deliver(ev)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return ErrClosed
+	}
+	return nil
+}

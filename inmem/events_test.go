@@ -80,3 +80,32 @@ func TestHubDedupeWindow(t *testing.T) {
 		t.Fatalf("%d events delivered, want 70001", len(ch))
 	}
 }
+
+// TestHubPublish checks the hub as the publisher of a single instance: a
+// batch reaches subscribers in order, a republished batch does not, and a
+// closed hub refuses, so that the relay leaves the events unpublished.
+func TestHubPublish(t *testing.T) {
+	h := inmem.NewHub()
+	ch, err := h.Subscribe(context.Background(), "userCreated", 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := []resourceapi.Event{{ID: 1, Name: "userCreated"}, {ID: 2, Name: "postCreated"}, {ID: 3, Name: "userCreated"}}
+	for range 2 {
+		if err := h.Publish(context.Background(), batch); err != nil {
+			t.Fatalf("Publish = %v, want nil", err)
+		}
+	}
+	for _, want := range []int64{1, 3} {
+		if ev := <-ch; ev.ID != want {
+			t.Fatalf("got event %d, want %d", ev.ID, want)
+		}
+	}
+	if len(ch) != 0 {
+		t.Fatalf("%d events more than published once", len(ch))
+	}
+	h.Close()
+	if err := h.Publish(context.Background(), batch); err == nil {
+		t.Fatal("Publish on a closed hub = nil, want an error")
+	}
+}

@@ -124,3 +124,6 @@ func (dialect) ForeignKey(err error) bool {
 	var e *pgconn.PgError
 	return errors.As(err, &e) && e.Code == "23503"
 }
+
+// SkipLocked lets the relays of several instances claim distinct events.
+func (dialect) SkipLocked() string { return " FOR UPDATE SKIP LOCKED" }

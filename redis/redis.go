@@ -1,7 +1,9 @@
 // Package redis keeps state that every instance of the service shares in
-// Redis (through github.com/redis/go-redis/v9): for now the rate limit
-// budgets, so that several instances behind one load balancer enforce one
-// budget per caller.
+// Redis (through github.com/redis/go-redis/v9): the rate limit budgets, so
+// that several instances behind one load balancer enforce one budget per
+// caller, and the stream that carries events from the instance that
+// published them to every instance's subscribers (Stream; see
+// docs/events.md).
 //
 // # When Redis is unreachable
 //

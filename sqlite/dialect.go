@@ -164,3 +164,7 @@ func (dialect) ForeignKey(err error) bool {
 	}
 	return false
 }
+
+// SkipLocked is empty: one process serves a SQLite file, and its relay is
+// the only one.
+func (dialect) SkipLocked() string { return "" }

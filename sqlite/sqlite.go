@@ -349,13 +349,15 @@ func provider(db *sql.DB) (*goose.Provider, error) {
 		goose.WithDisableGlobalRegistry(true))
 }
 
-// Close stops the writer after the writes under way and closes the
+// Close marks published the events the relay published since its last
+// mark, stops the writer after the writes under way and closes the
 // connections. No call of the store may be under way or follow.
 func (db *DB) Close() error {
+	flushErr := db.FlushEvents(context.Background())
 	db.writer.close()
 	db.watch.close()
 	db.readers.close()
-	err := errors.Join(db.writer.conn.close(), db.closeDBs())
+	err := errors.Join(flushErr, db.writer.conn.close(), db.closeDBs())
 	if db.lock != nil {
 		err = errors.Join(err, db.lock.Close())
 	}

@@ -70,6 +70,12 @@ type Dialect interface {
 	// assigns, and locks that id as LockID does. Only Create moves the
 	// sequence: an id inserted by Replace leaves it where it is.
 	NextID(ctx context.Context, tx Querier, res *resourceapi.Resource) (int64, error)
+	// SkipLocked is the clause that makes a SELECT lock the rows it reads
+	// and skip those another transaction has locked, so that relays on
+	// several instances claim distinct events (" FOR UPDATE SKIP LOCKED").
+	// It is "" where one process relays (SQLite: one process serves the
+	// file), and the outbox then reads events outside write transactions.
+	SkipLocked() string
 	// SkipID moves res's id sequence past id, a free id that Create took
 	// because the values before it were taken, so that later Creates do not
 	// try those again. It never moves the sequence backwards.
@@ -167,6 +173,10 @@ type Store struct {
 	now     resourceapi.Clock
 	cache   *cache
 	columns sync.Map // *resourceapi.Resource -> columnSet, built once
+	// events receives a value after a transaction that recorded events
+	// ends (see EventsWritten).
+	events chan struct{}
+	serial serialOutbox
 }
 
 var _ resourceapi.Store = (*Store)(nil)
@@ -219,6 +229,7 @@ func New(cfg Config) *Store {
 		dialect: cfg.Dialect,
 		now:     now,
 		cache:   cache,
+		events:  make(chan struct{}, 1),
 	}
 }
 
@@ -416,6 +427,9 @@ func (s *Store) Create(ctx context.Context, res *resourceapi.Resource, rec resou
 		if out, err = s.create(ctx, tx, res, rec); err != nil {
 			return err
 		}
+		if err := s.recordEvent(ctx, tx, res, resourceapi.OpCreate, out); err != nil {
+			return err
+		}
 		s.changed(tx, change{res: res, id: out.ID()})
 		return nil
 	})
@@ -447,6 +461,9 @@ func (s *Store) CreateFirst(ctx context.Context, res *resourceapi.Resource, rec 
 		if out, err = s.create(ctx, tx, res, rec); err != nil {
 			return err
 		}
+		if err := s.recordEvent(ctx, tx, res, resourceapi.OpCreate, out); err != nil {
+			return err
+		}
 		s.changed(tx, change{res: res, id: out.ID()})
 		return nil
 	})
@@ -466,12 +483,18 @@ func (s *Store) Replace(ctx context.Context, res *resourceapi.Resource, id int64
 			return err
 		}
 		created = cur == nil
+		op := resourceapi.OpReplace
 		if created {
+			// A PUT that creates the record publishes what a POST would.
+			op = resourceapi.OpCreate
 			out, err = s.insert(ctx, tx, res, id, rec, false)
 		} else {
 			out, err = s.update(ctx, tx, res, cur, rec)
 		}
 		if err != nil {
+			return err
+		}
+		if err := s.recordEvent(ctx, tx, res, op, out); err != nil {
 			return err
 		}
 		s.changed(tx, change{res: res, id: id})
@@ -495,6 +518,9 @@ func (s *Store) Update(ctx context.Context, res *resourceapi.Resource, id int64,
 			return notFound(res)
 		}
 		if out, err = s.update(ctx, tx, res, cur, patch); err != nil {
+			return err
+		}
+		if err := s.recordEvent(ctx, tx, res, resourceapi.OpUpdate, out); err != nil {
 			return err
 		}
 		s.changed(tx, change{res: res, id: id})
@@ -523,6 +549,9 @@ func (s *Store) Delete(ctx context.Context, res *resourceapi.Resource, id int64,
 			if s.dialect.ForeignKey(err) {
 				return restricted(res)
 			}
+			return err
+		}
+		if err := s.recordEvent(ctx, tx, res, resourceapi.OpDelete, cur); err != nil {
 			return err
 		}
 		s.changed(tx, change{res: res, id: id, whole: dependents(res)})

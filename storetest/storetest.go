@@ -45,6 +45,11 @@
 //     while it was under way (decisions §8: a failed request changes
 //     nothing). A context that is already done makes every method fail.
 //
+// Stores that keep an outbox of events (resourceapi.Outbox) are checked to
+// record, in the write's own transaction, the event each write's resource
+// declares, with the record as committed (a Replace that creates publishes
+// the create's event), and none for a write that fails.
+//
 // Every call the suite makes is bounded by a 30-second context, so a store
 // that deadlocks fails the call that hung rather than the test binary.
 //
@@ -105,6 +110,7 @@ func TestStore(t *testing.T, open func(t *testing.T) resourceapi.Store) {
 		{"OAuth", testOAuth},
 		{"Resources", testResources},
 		{"Batch", testBatch},
+		{"Events", testEvents},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, opened) })

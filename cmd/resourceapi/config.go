@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/resourceapi/resourceapi"
+	"github.com/resourceapi/resourceapi/redis"
 )
 
 // config is every setting of the program. It is read from the environment
@@ -31,6 +34,12 @@ type config struct {
 	RedisURL        string         // RESOURCEAPI_REDIS_URL: shared rate limits (and events) between instances
 	TrustedProxies  []netip.Prefix // RESOURCEAPI_TRUSTED_PROXIES: comma-separated addresses or CIDR prefixes
 	OAuthIssuer     string         // RESOURCEAPI_OAUTH_ISSUER: the authorization server's issuer URL; else derived from each request
+
+	EventsRelay        bool          // RESOURCEAPI_EVENTS_RELAY: on or off; whether this instance publishes the outbox
+	EventsPoll         time.Duration // RESOURCEAPI_EVENTS_POLL: how often the relay looks for events other processes committed
+	EventsRetention    time.Duration // RESOURCEAPI_EVENTS_RETENTION: how long published events stay in the outbox
+	EventsStream       string        // RESOURCEAPI_EVENTS_STREAM: the Redis stream's key
+	EventsStreamLength int64         // RESOURCEAPI_EVENTS_STREAM_LENGTH: about how many events the Redis stream keeps
 }
 
 // defaultSQLitePath is where the embedded database lives when no database is
@@ -50,6 +59,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 		ShutdownTimeout: 30 * time.Second,
 		RateLimit:       600,
 		RateWindow:      time.Minute,
+
+		EventsRelay:        true,
+		EventsPoll:         resourceapi.DefaultRelayPoll,
+		EventsRetention:    resourceapi.DefaultRelayRetention,
+		EventsStream:       redis.DefaultStream,
+		EventsStreamLength: redis.DefaultStreamLength,
 	}
 	var errs []string
 	str := func(name string, dst *string) {
@@ -155,6 +170,38 @@ func loadConfig(getenv func(string) string) (config, error) {
 			errs = append(errs, "RESOURCEAPI_SHUTDOWN_TIMEOUT must be a positive duration such as 30s")
 		}
 		cfg.ShutdownTimeout = d
+	}
+	if v := strings.TrimSpace(getenv("RESOURCEAPI_EVENTS_RELAY")); v != "" {
+		switch strings.ToLower(v) {
+		case "on", "true", "1":
+			cfg.EventsRelay = true
+		case "off", "false", "0":
+			cfg.EventsRelay = false
+		default:
+			errs = append(errs, "RESOURCEAPI_EVENTS_RELAY must be on or off")
+		}
+	}
+	if v := getenv("RESOURCEAPI_EVENTS_POLL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 10*time.Millisecond || d > time.Minute {
+			errs = append(errs, "RESOURCEAPI_EVENTS_POLL must be a duration from 10ms to 1m, such as 250ms")
+		}
+		cfg.EventsPoll = d
+	}
+	if v := getenv("RESOURCEAPI_EVENTS_RETENTION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			errs = append(errs, "RESOURCEAPI_EVENTS_RETENTION must be a duration of at least 1s, such as 1h")
+		}
+		cfg.EventsRetention = d
+	}
+	str("RESOURCEAPI_EVENTS_STREAM", &cfg.EventsStream)
+	if v := getenv("RESOURCEAPI_EVENTS_STREAM_LENGTH"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 100 {
+			errs = append(errs, "RESOURCEAPI_EVENTS_STREAM_LENGTH must be a number of events, 100 or more")
+		}
+		cfg.EventsStreamLength = n
 	}
 	if len(errs) > 0 {
 		return config{}, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))

@@ -19,9 +19,15 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	goredis "github.com/redis/go-redis/v9"
 )
 
 func main() {
+	// go-redis logs every failed dial, many a second while Redis is down.
+	// The components that use Redis (rate limits, events) report an outage
+	// themselves, once every few seconds, and when it ends.
+	goredis.SetLogger(quietRedis{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
@@ -33,6 +39,11 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// quietRedis is go-redis's logger: it drops the library's messages.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
 
 // usageError is a mistake in the command line.
 type usageError string

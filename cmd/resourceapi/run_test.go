@@ -9,6 +9,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/resourceapi/resourceapi"
+	"github.com/resourceapi/resourceapi/postgres/pgtest"
+	"github.com/resourceapi/resourceapi/redis/redistest"
 )
 
 func env(kv map[string]string) func(string) string {
@@ -43,6 +47,10 @@ func TestConfigErrors(t *testing.T) {
 		"access":   {"RESOURCEAPI_ACCESS_LOG": "perhaps"},
 		"shutdown": {"RESOURCEAPI_SHUTDOWN_TIMEOUT": "-1s"},
 		"issuer":   {"RESOURCEAPI_OAUTH_ISSUER": "https://auth.example.com/?x=1"},
+		"relay":    {"RESOURCEAPI_EVENTS_RELAY": "sometimes"},
+		"poll":     {"RESOURCEAPI_EVENTS_POLL": "1ms"},
+		"retain":   {"RESOURCEAPI_EVENTS_RETENTION": "0s"},
+		"length":   {"RESOURCEAPI_EVENTS_STREAM_LENGTH": "10"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := loadConfig(env(kv)); err == nil {
@@ -165,8 +173,15 @@ func TestServeBootstrapAndShutdown(t *testing.T) {
 		t.Fatalf("second start printed a password again:\n%s", second)
 	}
 	// Everything serve started (listener, database writer, log flusher,
-	// connections) must be gone once it has returned. Goroutines end
-	// asynchronously, so give them a bounded number of chances.
+	// relay, connections) must be gone once it has returned.
+	mustNoGoroutinesOver(t, before)
+}
+
+// mustNoGoroutinesOver waits until no more than before goroutines run.
+// Goroutines end asynchronously, so it gives them a bounded number of
+// chances.
+func mustNoGoroutinesOver(t *testing.T, before int) {
+	t.Helper()
 	for i := 0; runtime.NumGoroutine() > before; i++ {
 		if i == 500 {
 			buf := make([]byte, 1<<20)
@@ -174,4 +189,37 @@ func TestServeBootstrapAndShutdown(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestServeEventsShutdown serves on PostgreSQL with Redis, where events go
+// through a Redis stream: when serve returns, the subscriptions it handed
+// out are closed, and the relay, the stream's follower and the Redis
+// client's goroutines are gone.
+func TestServeEventsShutdown(t *testing.T) {
+	rdb := redistest.NewClient(t)
+	kv := map[string]string{
+		"RESOURCEAPI_DATABASE_URL": pgtest.NewDatabase(t), "RESOURCEAPI_ADDR": "127.0.0.1:0",
+		"RESOURCEAPI_REDIS_URL": redistest.URL(t), "RESOURCEAPI_EVENTS_STREAM": redistest.Prefix(t, rdb) + "events",
+	}
+	got := make(chan resourceapi.Events, 1)
+	testHookServing = func(ev resourceapi.Events) { got <- ev }
+	defer func() { testHookServing = nil }()
+	before := runtime.NumGoroutine()
+	stop := mustServe(t, kv)
+	sub, err := (<-got).Subscribe(context.Background(), "userCreated", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := stop(); !strings.Contains(out, "engine=redis") {
+		t.Fatalf("the server did not say it carries events through Redis:\n%s", out)
+	}
+	// The first admin's userCreated may be in the channel before it closes.
+	for open := true; open; {
+		select {
+		case _, open = <-sub:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the subscription is still open 10s after serve returned")
+		}
+	}
+	mustNoGoroutinesOver(t, before)
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/resourceapi/resourceapi/argon2id"
 	"github.com/resourceapi/resourceapi/graph"
 	"github.com/resourceapi/resourceapi/http"
-	"github.com/resourceapi/resourceapi/inmem"
 	"github.com/resourceapi/resourceapi/oauth"
 	"github.com/resourceapi/resourceapi/postgres"
 	"github.com/resourceapi/resourceapi/sqlite"
@@ -30,6 +29,7 @@ type store interface {
 	resourceapi.FirstCreator
 	resourceapi.OAuthStore
 	resourceapi.SettingStore
+	resourceapi.Outbox
 	Close() error
 }
 
@@ -81,6 +81,10 @@ func migrate(ctx context.Context, cfg config, stderr io.Writer) error {
 	return nil
 }
 
+// testHookServing, set only by tests, is given the instance's events as
+// serve starts, as a subscriber (GraphQL) is.
+var testHookServing func(resourceapi.Events)
+
 func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	// Everything serve writes to stderr goes through one writer, so that the
 	// lines of the main logger and of the buffered access log never splice.
@@ -107,6 +111,19 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		return err
 	}
 	defer id.Close()
+	// Deferred after the identity and the database, so that it runs before
+	// their Close: the relay's last round needs both.
+	ev, err := startEvents(ctx, cfg, db, id.redis, log)
+	if err != nil {
+		return err
+	}
+	defer ev.Close()
+	// events is what subscriptions read (GraphQL: the graph handler's
+	// resourceapi.Events). Its subscriptions close when serve returns.
+	var events resourceapi.Events = ev.hub
+	if testHookServing != nil {
+		testHookServing(events)
+	}
 
 	var accessLog *slog.Logger
 	if cfg.AccessLog {
@@ -130,14 +147,10 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 			return http.ClientAddr(r, cfg.TrustedProxies).String()
 		},
 	})
-	// Subscriptions hear committed writes through hub. Nothing feeds it
-	// yet: the events relay (outbox) is wired by its own change.
-	hub := inmem.NewHub()
-	defer hub.Close()
 	gql := graph.New(graph.Options{
 		Service:   service,
 		Auth:      id.auth,
-		Events:    hub,
+		Events:    events,
 		Logger:    log,
 		RequestID: http.RequestID,
 		ClientIP: func(r *nethttp.Request) string {

@@ -8,7 +8,11 @@ package redistest
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
+	"net"
 	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -73,4 +77,75 @@ func Prefix(tb testing.TB, c *goredis.Client) string {
 		}
 	})
 	return p
+}
+
+// Server is a private redis-server that a test starts, stops and restarts
+// (the shared one must never be), on a port of its own, without
+// persistence: a restart empties it, as a Redis without persistence that
+// restarts is.
+type Server struct {
+	// URL is the server's redis:// URL; it stays the same across restarts.
+	URL  string
+	tb   testing.TB
+	bin  string
+	port int
+	cmd  *exec.Cmd
+}
+
+// StartServer starts a private redis-server, skipping tb with a clear
+// message when the binary is not installed, and stops it when tb ends.
+func StartServer(tb testing.TB) *Server {
+	tb.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		tb.Skip("redis-server is not installed: this test needs a private Redis it can stop and restart")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	s := &Server{URL: fmt.Sprintf("redis://127.0.0.1:%d/0", port), tb: tb, bin: bin, port: port}
+	s.Start()
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+// Start starts the server (again), empty, and waits until it answers.
+func (s *Server) Start() {
+	s.tb.Helper()
+	s.cmd = exec.Command(s.bin, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	var out strings.Builder
+	s.cmd.Stdout, s.cmd.Stderr = &out, &out
+	if err := s.cmd.Start(); err != nil {
+		s.tb.Fatalf("redistest: start redis-server: %v", err)
+	}
+	opts, _ := goredis.ParseURL(s.URL)
+	c := goredis.NewClient(opts)
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := c.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.Stop()
+			s.tb.Fatalf("redistest: redis-server on port %d did not answer within 10s: %v\n%s", s.port, err, out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Stop kills the server (as a crash would) and waits until it has exited.
+func (s *Server) Stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+	s.cmd = nil
 }

@@ -1,0 +1,289 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/resourceapi/resourceapi"
+)
+
+var _ resourceapi.Outbox = (*Store)(nil)
+
+// recordEvent writes into the outbox, in the write's transaction, the event
+// res declares for op, if any, with rec: the record as the write committed it
+// (as it was, for a delete). Each write calls it once its record is written,
+// so the event commits with the write or not at all.
+func (s *Store) recordEvent(ctx context.Context, tx Tx, res *resourceapi.Resource, op resourceapi.Op, rec resourceapi.Record) error {
+	name := res.Events[op]
+	if name == "" {
+		return nil
+	}
+	payload, err := resourceapi.MarshalRecord(res, rec)
+	if err != nil {
+		return fmt.Errorf("event %s: %w", name, err)
+	}
+	// The event happened when the write stamped the record.
+	at, ok := rec["updated_at"].(time.Time)
+	if !ok || op == resourceapi.OpDelete {
+		at = resourceapi.Timestamp(s.now())
+	}
+	q := s.newQuery()
+	q.WriteString("INSERT INTO events (name, resource, record_id, payload, created_at) VALUES (" +
+		join([]string{q.Arg(name), q.Arg(res.Name), q.Arg(rec.ID()), q.Arg(string(payload)), q.Arg(at)}) + ")")
+	if _, err := tx.ExecContext(ctx, q.String(), q.args...); err != nil {
+		return fmt.Errorf("event %s: %w", name, err)
+	}
+	// After a rollback too: a wake-up that finds nothing costs one query.
+	tx.AfterEnd(s.eventsWritten)
+	return nil
+}
+
+// eventsWritten tells the relay, without blocking, that events committed.
+func (s *Store) eventsWritten() {
+	select {
+	case s.events <- struct{}{}:
+	default: // a wake-up is pending already: it covers this commit too
+	}
+}
+
+// EventsWritten implements resourceapi.Outbox.
+func (s *Store) EventsWritten() <-chan struct{} { return s.events }
+
+// PublishEvents implements resourceapi.Outbox.
+//
+// Where relays on several instances share the database (the dialect has
+// SkipLocked), one transaction claims the oldest unpublished events that no
+// other relay holds, publishes them and marks them, so that each event is
+// published by one relay at a time; a relay that dies before its commit
+// releases its claim, and another publishes the events again.
+//
+// Otherwise (SQLite) one process relays: see readAndPublish.
+func (s *Store) PublishEvents(ctx context.Context, limit int, publish func(context.Context, []resourceapi.Event) error) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	var published int
+	var err error
+	if lock := s.dialect.SkipLocked(); lock != "" {
+		published, err = s.claimAndPublish(ctx, limit, lock, publish)
+	} else {
+		published, err = s.readAndPublish(ctx, limit, publish)
+	}
+	if pe := (publishError{}); errors.As(err, &pe) {
+		return 0, fmt.Errorf("publish events: %w", pe.err)
+	}
+	if err != nil {
+		// The events may have been published and not marked: they will be
+		// published again, which subscribers' hubs drop.
+		return published, fmt.Errorf("publish events: outbox: %w", err)
+	}
+	return published, nil
+}
+
+// claimAndPublish claims, publishes and marks events in one transaction.
+func (s *Store) claimAndPublish(ctx context.Context, limit int, lock string, publish func(context.Context, []resourceapi.Event) error) (int, error) {
+	var published int
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
+		published = 0
+		events, err := s.pendingEvents(ctx, tx, limit, 0, lock)
+		if err != nil || len(events) == 0 {
+			return err
+		}
+		if err := publish(ctx, events); err != nil {
+			return publishError{err}
+		}
+		if err := s.markPublished(ctx, tx, events); err != nil {
+			return err
+		}
+		published = len(events)
+		return nil
+	})
+	return published, err
+}
+
+// markEvery is how often, at most, the relay of a database that one process
+// relays records in the outbox which events it has published.
+const markEvery = time.Second
+
+// serialOutbox is the relay's place in an outbox that one process relays:
+// the last event it published, and the last one marked published in the
+// database.
+type serialOutbox struct {
+	mu       sync.Mutex
+	last     int64
+	marked   int64
+	markedAt time.Time
+}
+
+// readAndPublish publishes the events of a database that one process
+// relays (SQLite). They are read outside any write transaction: the
+// writer's transaction may hold other writes of its batch that have not
+// committed, whose events must not be published yet.
+//
+// The relay remembers the last event it published and reads only the
+// events after it: the database serialises its write transactions, each
+// takes its event ids after those of every earlier commit, so no event can
+// commit later with a smaller id. It marks them published in the database
+// at most once a second (markEvery): marking each batch would cost a
+// transaction, with its fsync, after every write that has an event, which
+// slowed one client's writes by a third. So after a crash, the events of
+// the last second are published again when the server starts (to the
+// subscribers of the new process, which never saw them); Close marks them.
+func (s *Store) readAndPublish(ctx context.Context, limit int, publish func(context.Context, []resourceapi.Event) error) (int, error) {
+	s.serial.mu.Lock()
+	defer s.serial.mu.Unlock()
+	var events []resourceapi.Event
+	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
+		var err error
+		events, err = s.pendingEvents(ctx, q, limit, s.serial.last, "")
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	if len(events) > 0 {
+		if err := publish(ctx, events); err != nil {
+			return 0, publishError{err}
+		}
+		s.serial.last = events[len(events)-1].ID
+	}
+	if time.Since(s.serial.markedAt) >= markEvery {
+		if err := s.markSerial(ctx, nil); err != nil {
+			return len(events), err
+		}
+	}
+	return len(events), nil
+}
+
+// markSerial marks published, in a transaction of its own, the events the
+// relay has published and not yet marked, and then runs then, if not nil,
+// in the same transaction. The caller holds s.serial.mu.
+func (s *Store) markSerial(ctx context.Context, then func(context.Context, Tx) error) error {
+	last := s.serial.last
+	if last == s.serial.marked && then == nil {
+		return nil
+	}
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
+		if last > s.serial.marked {
+			q := s.newQuery()
+			q.WriteString("UPDATE events SET published_at = " + q.Arg(resourceapi.Timestamp(s.now())) +
+				" WHERE published_at IS NULL AND id <= " + q.Arg(last))
+			if _, err := tx.ExecContext(ctx, q.String(), q.args...); err != nil {
+				return fmt.Errorf("mark published: %w", err)
+			}
+		}
+		if then != nil {
+			return then(ctx, tx)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.serial.marked, s.serial.markedAt = last, time.Now()
+	return nil
+}
+
+// FlushEvents marks published, where one process relays (SQLite), the
+// events published since the last mark, so that a server that stops cleanly
+// does not publish them again when it starts. Call it once the relay has
+// stopped.
+func (s *Store) FlushEvents(ctx context.Context) error {
+	if s.dialect.SkipLocked() != "" {
+		return nil
+	}
+	s.serial.mu.Lock()
+	defer s.serial.mu.Unlock()
+	return s.markSerial(ctx, nil)
+}
+
+// publishError carries a Publisher's error out of the outbox's transaction.
+type publishError struct{ err error }
+
+func (e publishError) Error() string { return e.err.Error() }
+
+// pendingEvents reads the oldest unpublished events after id after, at
+// most limit, in id order; suffix ends the query (the clause that claims
+// them).
+func (s *Store) pendingEvents(ctx context.Context, q Querier, limit int, after int64, suffix string) ([]resourceapi.Event, error) {
+	rows, err := q.QueryContext(ctx, "SELECT id, name, resource, payload, created_at FROM events WHERE published_at IS NULL AND id > "+
+		s.dialect.Placeholder(1)+" ORDER BY id LIMIT "+s.dialect.Placeholder(2)+suffix, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var events []resourceapi.Event
+	for rows.Next() {
+		var ev resourceapi.Event
+		var payload []byte
+		at := value{f: timeField}
+		if err := rows.Scan(&ev.ID, &ev.Name, &ev.Resource, &payload, &at); err != nil {
+			return nil, err
+		}
+		ev.At, _ = at.v.(time.Time)
+		// An event this version cannot read (of a resource only a newer
+		// version declares) is published without its record rather than
+		// block every event after it.
+		if res := resourceapi.ResourceNamed(ev.Resource); res != nil {
+			ev.Record, _ = resourceapi.UnmarshalRecord(res, payload)
+		}
+		events = append(events, ev)
+	}
+	return events, rows.Err()
+}
+
+// markPublished marks events published. The ids go in an IN list padded to
+// a power of two (repeating the last id), so that a connection's statement
+// cache holds a handful of these statements, not one per batch size.
+func (s *Store) markPublished(ctx context.Context, tx Execer, events []resourceapi.Event) error {
+	q := s.newQuery()
+	q.WriteString("UPDATE events SET published_at = " + q.Arg(resourceapi.Timestamp(s.now())) + " WHERE id IN (")
+	n := 1
+	for n < len(events) {
+		n *= 2
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = q.Arg(events[min(i, len(events)-1)].ID)
+	}
+	q.WriteString(strings.Join(ids, ", ") + ")")
+	_, err := tx.ExecContext(ctx, q.String(), q.args...)
+	return err
+}
+
+// PurgeEvents implements resourceapi.Outbox. Where relays on several
+// instances purge, each skips the rows another is deleting; where one
+// process relays, the purge first marks what it has published.
+func (s *Store) PurgeEvents(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	var n int64
+	purge := func(ctx context.Context, tx Tx) error {
+		q := s.newQuery()
+		q.WriteString("DELETE FROM events WHERE id IN (SELECT id FROM events WHERE published_at < " + q.Arg(resourceapi.Timestamp(before)) +
+			" ORDER BY id LIMIT " + q.Arg(int64(limit)) + s.dialect.SkipLocked() + ")")
+		res, err := tx.ExecContext(ctx, q.String(), q.args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	}
+	var err error
+	if s.dialect.SkipLocked() != "" {
+		err = s.writer.Write(ctx, purge)
+	} else {
+		s.serial.mu.Lock()
+		err = s.markSerial(ctx, purge)
+		s.serial.mu.Unlock()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("purge events: %w", err)
+	}
+	return int(n), nil
+}

@@ -1,0 +1,272 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/resourceapi/resourceapi"
+)
+
+// testEvents checks the outbox of a store that keeps one
+// (resourceapi.Outbox): every write whose resource declares an event records
+// it with the record as committed, in the write's own transaction; a failed
+// write records none; the outbox hands events out in id order, once, until
+// published, and purges only published ones.
+func testEvents(t *testing.T, open opener) {
+	outbox := func(t *testing.T) (resourceapi.Store, resourceapi.Outbox) {
+		t.Helper()
+		s := open(t)
+		ob, ok := s.(resourceapi.Outbox)
+		if !ok {
+			t.Skip("the store keeps no outbox (resourceapi.Outbox)")
+		}
+		return s, ob
+	}
+	t.Run("Writes", func(t *testing.T) {
+		s, ob := outbox(t)
+		ann := mustCreate(t, s, user("Ann", "ann@example.com"))
+		mustEvents(t, ob, want("userCreated", users, ann))
+
+		// Users declare only userCreated: other writes publish nothing.
+		mustUpdate(t, s, ann.ID(), resourceapi.Record{"name": "Anne"})
+		mustReplace(t, s, ann.ID(), user("Anne", "ann@example.com"))
+		bob := mustCreate(t, s, user("Bob", "bob@example.com"))
+		mustDelete(t, s, bob.ID())
+		mustEvents(t, ob, want("userCreated", users, bob))
+
+		// A PUT that creates publishes what a POST would.
+		put, created := mustReplace(t, s, 900, user("Put", "put@example.com"))
+		if !created {
+			t.Fatal("Replace of an absent id did not create")
+		}
+		mustEvents(t, ob, want("userCreated", users, put))
+
+		// Posts declare postCreated; products declare nothing.
+		post := mustValidOf(t, resourceapi.Posts, resourceapi.Record{"author_id": ann.ID(), "title": "Hello", "content": "World"})
+		p, err := s.Create(timeout(t), resourceapi.Posts, post)
+		if err != nil {
+			t.Fatalf("Create post: %v", err)
+		}
+		product := mustValidOf(t, resourceapi.Products, resourceapi.Products.Example(1))
+		if _, err := s.Create(timeout(t), resourceapi.Products, product); err != nil {
+			t.Fatalf("Create product: %v", err)
+		}
+		mustEvents(t, ob, want("postCreated", resourceapi.Posts, p))
+
+		// Failed writes record nothing: a conflict, a reference to nobody,
+		// a Condition's refusal, a done context.
+		if _, err := s.Create(timeout(t), users, mustValid(t, user("Dup", "ANN@example.com"), resourceapi.ModeCreate)); err == nil {
+			t.Fatal("Create with a taken email succeeded")
+		}
+		bad := mustValidOf(t, resourceapi.Posts, resourceapi.Record{"author_id": int64(424242), "title": "Ghost", "content": "x"})
+		if _, err := s.Create(timeout(t), resourceapi.Posts, bad); err == nil {
+			t.Fatal("Create of a post by no user succeeded")
+		}
+		refuse := errors.New("refused")
+		if _, _, err := s.Replace(timeout(t), users, 901, mustValid(t, user("Cond", "cond@example.com"), resourceapi.ModeReplace),
+			func(resourceapi.Record) error { return refuse }); !errors.Is(err, refuse) {
+			t.Fatalf("Replace with a refusing Condition = %v, want its error", err)
+		}
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := s.Create(done, users, mustValid(t, user("Late", "late@example.com"), resourceapi.ModeCreate)); err == nil {
+			t.Fatal("Create with a done context succeeded")
+		}
+		mustEvents(t, ob)
+	})
+
+	t.Run("Publish", func(t *testing.T) {
+		s, ob := outbox(t)
+		var recs []resourceapi.Record
+		for i := range 5 {
+			recs = append(recs, mustCreate(t, s, user("P", fmt.Sprintf("p%d@example.com", i))))
+		}
+		// A publisher that fails leaves the events unpublished, to be
+		// handed out again, the same ones.
+		var failed []resourceapi.Event
+		broken := errors.New("engine down")
+		n, err := ob.PublishEvents(timeout(t), 3, func(_ context.Context, evs []resourceapi.Event) error {
+			failed = append(failed, evs...)
+			return broken
+		})
+		if !errors.Is(err, broken) || n != 0 {
+			t.Fatalf("PublishEvents with a failing publisher = %d, %v; want 0 and its error", n, err)
+		}
+		// Batches of 2 hand out every event once, in id order.
+		var got []resourceapi.Event
+		for range 4 {
+			got = append(got, mustPublish(t, ob, 2)...)
+		}
+		if len(got) != 5 {
+			t.Fatalf("published %d events in batches, want 5", len(got))
+		}
+		for i, ev := range got {
+			if i > 0 && ev.ID <= got[i-1].ID {
+				t.Fatalf("event ids %d then %d: not increasing", got[i-1].ID, ev.ID)
+			}
+			if ev.Record.ID() != recs[i].ID() {
+				t.Fatalf("event %d is of record %d, want %d (creation order)", i, ev.Record.ID(), recs[i].ID())
+			}
+		}
+		if len(failed) != 3 || failed[0].ID != got[0].ID || failed[2].ID != got[2].ID {
+			t.Fatalf("after a failed publish, got events %v, want the same first three as %v", eventIDs(got), eventIDs(failed))
+		}
+
+		// Purge deletes published events before the time, at most limit
+		// at a time, and never an unpublished one.
+		pending := mustCreate(t, s, user("Pending", "pending@example.com"))
+		past, future := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
+		for _, c := range []struct {
+			before time.Time
+			limit  int
+			want   int
+		}{{past, 10, 0}, {future, 2, 2}, {future, 10, 3}, {future, 10, 0}} {
+			n, err := ob.PurgeEvents(timeout(t), c.before, c.limit)
+			if err != nil || n != c.want {
+				t.Fatalf("PurgeEvents(%v, %d) = %d, %v; want %d", c.before, c.limit, n, err, c.want)
+			}
+		}
+		mustEvents(t, ob, want("userCreated", users, pending))
+	})
+
+	t.Run("Signal", func(t *testing.T) {
+		s, ob := outbox(t)
+		wake := ob.EventsWritten()
+		select { // a wake-up from an earlier write (the store's set-up) does not count
+		case <-wake:
+		default:
+		}
+		mustCreate(t, s, user("S", "s@example.com"))
+		select {
+		case <-wake:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no value on EventsWritten within 10s of a create that recorded an event")
+		}
+	})
+
+	t.Run("Concurrent", func(t *testing.T) {
+		s, ob := outbox(t)
+		const writers = 40
+		var mu sync.Mutex
+		created := map[int64]resourceapi.Record{}
+		var wg sync.WaitGroup
+		gate := make(chan struct{})
+		for i := range writers {
+			in := mustValid(t, user("C", fmt.Sprintf("c%d@example.com", i)), resourceapi.ModeCreate)
+			wg.Go(func() {
+				<-gate
+				rec, err := s.Create(timeout(t), users, in)
+				if err != nil {
+					t.Errorf("concurrent Create: %v", err)
+					return
+				}
+				mu.Lock()
+				created[rec.ID()] = rec
+				mu.Unlock()
+			})
+		}
+		// Relays publish while the writes commit.
+		var published []resourceapi.Event
+		stop := make(chan struct{})
+		relays := sync.WaitGroup{}
+		relays.Go(func() {
+			for {
+				_, err := ob.PublishEvents(timeout(t), 7, func(_ context.Context, evs []resourceapi.Event) error {
+					published = append(published, evs...)
+					return nil
+				})
+				if err != nil {
+					t.Errorf("PublishEvents during concurrent creates: %v", err)
+					return
+				}
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		})
+		close(gate)
+		wg.Wait()
+		close(stop)
+		relays.Wait()
+		published = append(published, mustPublish(t, ob, 100)...)
+		seen := map[int64]bool{}
+		for _, ev := range published {
+			rec, ok := created[ev.Record.ID()]
+			if !ok || seen[ev.ID] || !reflect.DeepEqual(ev.Record, rec) {
+				t.Fatalf("event %d (%v): not one of the created records, or published twice", ev.ID, ev.Record)
+			}
+			seen[ev.ID] = true
+			delete(created, ev.Record.ID())
+		}
+		if len(created) != 0 {
+			t.Fatalf("%d committed creates have no event", len(created))
+		}
+	})
+}
+
+// mustValidOf returns a validated copy of rec for a create of res.
+func mustValidOf(tb testing.TB, res *resourceapi.Resource, rec resourceapi.Record) resourceapi.Record {
+	tb.Helper()
+	rec = clone(rec)
+	if err := resourceapi.Validate(res, rec, resourceapi.ModeCreate); err != nil {
+		tb.Fatalf("Validate(%s, %v) = %v; the suite's own record is invalid", res.Name, rec, err)
+	}
+	return rec
+}
+
+// want is an expected event, without the id the store assigns.
+func want(name string, res *resourceapi.Resource, rec resourceapi.Record) resourceapi.Event {
+	return resourceapi.Event{Name: name, Resource: res.Name, Record: rec, At: rec["updated_at"].(time.Time)}
+}
+
+// mustPublish publishes at most limit events into a slice.
+func mustPublish(tb testing.TB, ob resourceapi.Outbox, limit int) []resourceapi.Event {
+	tb.Helper()
+	var got []resourceapi.Event
+	n, err := ob.PublishEvents(timeout(tb), limit, func(_ context.Context, evs []resourceapi.Event) error {
+		got = append(got, evs...)
+		return nil
+	})
+	if err != nil {
+		tb.Fatalf("PublishEvents: %v", err)
+	}
+	if n != len(got) || n > limit {
+		tb.Fatalf("PublishEvents = %d, handed out %d (limit %d)", n, len(got), limit)
+	}
+	return got
+}
+
+// mustEvents publishes every pending event and checks they are wants, in
+// order (ids ignored, but increasing).
+func mustEvents(tb testing.TB, ob resourceapi.Outbox, wants ...resourceapi.Event) {
+	tb.Helper()
+	got := mustPublish(tb, ob, 100)
+	if len(got) != len(wants) {
+		tb.Fatalf("pending events %v, want %d", got, len(wants))
+	}
+	for i, ev := range got {
+		w := wants[i]
+		w.ID = ev.ID
+		if ev.ID <= 0 || !reflect.DeepEqual(ev, w) {
+			tb.Fatalf("event %d =\n%#v\nwant\n%#v", i, ev, w)
+		}
+	}
+	if again := mustPublish(tb, ob, 100); len(again) != 0 {
+		tb.Fatalf("events %v handed out again after they were published", eventIDs(again))
+	}
+}
+
+func eventIDs(evs []resourceapi.Event) []int64 {
+	out := make([]int64, len(evs))
+	for i, ev := range evs {
+		out[i] = ev.ID
+	}
+	return out
+}
