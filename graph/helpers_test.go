@@ -139,8 +139,22 @@ func mustServerWith(tb testing.TB, st store, opts ...func(*graph.Options, *rhttp
 	gopts := graph.Options{Service: svc, Auth: auth, Events: hub, Logger: logger, RequestID: rhttp.RequestID,
 		Version: "test"}
 	hcfg := rhttp.Config{Service: svc, Auth: auth, Logger: logger}
+	relay := false
 	for _, o := range opts {
+		if o == nil {
+			relay = true // withRelay
+			continue
+		}
 		o(&gopts, &hcfg)
+	}
+	if relay {
+		// The events of committed writes reach the hub, as serve wires
+		// them (docs/events.md).
+		r := resourceapi.NewRelay(resourceapi.RelayConfig{Outbox: st.(resourceapi.Outbox), Publisher: hub})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); r.Run(ctx) }()
+		tb.Cleanup(func() { cancel(); <-done })
 	}
 	gql := graph.New(gopts)
 	hcfg.GraphQL = gql
@@ -326,3 +340,8 @@ func waitFor(tb testing.TB, what string, cond func() bool) {
 func basic(user, password string) string {
 	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+password))
 }
+
+// withRelay, as an option of mustServer, runs the events relay from the
+// store's outbox to the hub: committed writes reach subscribers. Without it
+// the tests feed the hub themselves (hub.Deliver).
+var withRelay func(*graph.Options, *rhttp.Config)

@@ -2,7 +2,8 @@
 # Checks /graphql with third-party clients: builds the binary, starts it on a
 # free port with a fresh SQLite database and an admin API key made with the
 # command line, then runs the graphql-http server audit (audit.mjs) and,
-# unless --audit-only is given, a graphql-ws subscription (subscribe.mjs).
+# unless --audit-only is given, a graphql-ws subscription (subscribe.mjs)
+# that receives userCreated after a GraphQL create.
 # Installs the clients with npm ci when node_modules is missing. Exits
 # non-zero when any check fails.
 set -euo pipefail
