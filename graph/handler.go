@@ -166,7 +166,7 @@ func New(cfg Options) *Handler {
 	srv.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
 		// Fresh loaders for every response: per request, and per event of
 		// a subscription, so nothing read for one is served to another.
-		return next(withLoaders(ctx, newLoaders(ctx, cfg.Service)))
+		return next(withLoaders(ctx, cfg.Service))
 	})
 	h.exec = srv
 	return h

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -112,12 +113,23 @@ func fillErr(n int, err error) []error {
 
 type loadersKey struct{}
 
-func withLoaders(ctx context.Context, ld *loaders) context.Context {
-	return context.WithValue(ctx, loadersKey{}, ld)
+// lazyLoaders makes a response's loaders when a resolver first needs them:
+// most responses (a subscription's event to each of thousands of
+// subscribers, a single user) need none.
+type lazyLoaders struct {
+	once sync.Once
+	svc  *resourceapi.Service
+	ld   *loaders
+}
+
+func withLoaders(ctx context.Context, svc *resourceapi.Service) context.Context {
+	return context.WithValue(ctx, loadersKey{}, &lazyLoaders{svc: svc})
 }
 
 func loadersFrom(ctx context.Context) *loaders {
-	return ctx.Value(loadersKey{}).(*loaders)
+	l := ctx.Value(loadersKey{}).(*lazyLoaders)
+	l.once.Do(func() { l.ld = newLoaders(ctx, l.svc) })
+	return l.ld
 }
 
 // postsArgs returns the limit and offset of a User.posts field as its key
