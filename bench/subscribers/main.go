@@ -48,7 +48,8 @@ type subscriber struct {
 }
 
 func run() error {
-	base := flag.String("url", "http://127.0.0.1:8080", "the server's base URL")
+	urls := flag.String("url", "http://127.0.0.1:8080", "the server's base URL; several, comma-separated, spread the subscribers over "+
+		"instances (the events are created on the first)")
 	key := flag.String("key", "", "an admin API key")
 	pid := flag.Int("pid", 0, "the server's process id, to read its memory (0: do not)")
 	n := flag.Int("n", 10000, "subscribers, one connection each")
@@ -61,6 +62,8 @@ func run() error {
 	if *key == "" {
 		return errors.New("-key is required")
 	}
+	bases := strings.Split(*urls, ",")
+	base := &bases[0]
 	raiseFileLimit()
 	ctx := context.Background()
 	before := rss(*pid)
@@ -74,7 +77,7 @@ func run() error {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			s, err := subscribe(ctx, *base, *key, *proto)
+			s, err := subscribe(ctx, bases[i%len(bases)], *key, *proto)
 			if err != nil {
 				failed.Add(1)
 				firstErr.CompareAndSwap(nil, err)
@@ -87,7 +90,7 @@ func run() error {
 	if f := failed.Load(); f > 0 {
 		return fmt.Errorf("%d of %d connections failed; first: %v", f, *n, firstErr.Load())
 	}
-	fmt.Printf("connected and subscribed %d in %.1fs\n", *n, time.Since(start).Seconds())
+	fmt.Printf("connected and subscribed %d to %d instance(s) in %.1fs\n", *n, len(bases), time.Since(start).Seconds())
 	if *pid != 0 {
 		now := rss(*pid)
 		fmt.Printf("server VmRSS: %d KiB before, %d KiB once subscribed: %.1f KiB per subscriber\n",
