@@ -1023,7 +1023,11 @@ func (g *docGen) param(name string) *oaParam {
 			panic("openapi: no parameter " + name)
 		}
 		if name == "Accept" {
-			p.Description = fmt.Sprintf(p.Description, g.ctx.vendor)
+			// A copy: sharedParams is shared by every server (and
+			// formatting it in place raced, and formatted twice).
+			cp := *p
+			cp.Description = fmt.Sprintf(p.Description, g.ctx.vendor)
+			p = &cp
 		}
 		g.comp.Parameters.set(name, p)
 	}
