@@ -84,10 +84,21 @@ func (s *Store) PublishEvents(ctx context.Context, limit int, publish func(conte
 	return published, nil
 }
 
+// markTimeout bounds marking published events and committing, which no
+// cancellation interrupts (see claimAndPublish).
+const markTimeout = 10 * time.Second
+
 // claimAndPublish claims, publishes and marks events in one transaction.
+// Until the events are published, ctx can end it (nothing is published, the
+// claim is rolled back); once they are, marking them and committing go on
+// whatever ctx does, within markTimeout: a relay stopped between publishing
+// and committing would otherwise leave them unmarked, for another relay to
+// publish again.
 func (s *Store) claimAndPublish(ctx context.Context, limit int, lock string, publish func(context.Context, []resourceapi.Event) error) (int, error) {
 	var published int
-	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
+	committing, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
+	defer cancel()
+	err := s.writer.Write(committing, func(committing context.Context, tx Tx) error {
 		published = 0
 		events, err := s.pendingEvents(ctx, tx, limit, 0, lock)
 		if err != nil || len(events) == 0 {
@@ -96,7 +107,7 @@ func (s *Store) claimAndPublish(ctx context.Context, limit int, lock string, pub
 		if err := publish(ctx, events); err != nil {
 			return publishError{err}
 		}
-		if err := s.markPublished(ctx, tx, events); err != nil {
+		if err := s.markPublished(committing, tx, events); err != nil {
 			return err
 		}
 		published = len(events)
