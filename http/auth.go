@@ -35,6 +35,7 @@ func (s *Server) identify(r *http.Request) {
 		return
 	}
 	if cred.Scheme == resourceapi.SchemeNone {
+		info.caller = benchAnonymous
 		return
 	}
 	if s.auth == nil {
@@ -44,6 +45,13 @@ func (s *Server) identify(r *http.Request) {
 	cred.Client = s.clientIP(r).String()
 	info.caller, info.authErr = s.auth.Authenticate(r.Context(), cred)
 }
+
+// benchAnonymous is the caller of a request without a credential: nil, so
+// that such a request is refused, except in a binary built with the
+// benchnoauth tag (bench_noauth.go), which bench/auth.sh builds to measure
+// what authentication costs against the same server without it. Never ship
+// such a binary: it serves every request without a credential as an admin.
+var benchAnonymous *resourceapi.Caller
 
 var errCredentialInURL = resourceapi.Errorf(resourceapi.CodeBadRequest,
 	"Credentials are accepted only in the X-API-Key or Authorization header, never in the URL")

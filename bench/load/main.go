@@ -79,8 +79,12 @@ type config struct {
 	orderUsers int
 	header     http.Header
 	host       string
-	json       bool
-	gzip       bool
+	// OAuth: the client (id and secret) of the token scenarios, and the
+	// account (email and password) of token-password.
+	clientID, clientSecret string
+	login, password        string
+	json                   bool
+	gzip                   bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -100,6 +104,22 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.products, "products", 1000, "create products until the server has `N` before orders are seeded or created, and make orders of products 1..N")
 	fs.IntVar(&c.orderUsers, "order-users", 1000, "orders belong to users 1..`N` (which must exist): seeded and created ones, and the user pages of orders")
 	fs.IntVar(&c.requests, "requests", 0, "send `N` requests per scenario, however long they take, instead of running for -d; by default distinct sends "+strconv.Itoa(distinctRequests)+" and the others run for -d")
+	fs.Func("client", "the OAuth client `ID:SECRET` of the token scenarios (client create --grant password --grant client_credentials)", func(s string) error {
+		var ok bool
+		c.clientID, c.clientSecret, ok = strings.Cut(s, ":")
+		if !ok || c.clientID == "" {
+			return errors.New("want ID:SECRET")
+		}
+		return nil
+	})
+	fs.Func("login", "the account `EMAIL:PASSWORD` of token-password", func(s string) error {
+		var ok bool
+		c.login, c.password, ok = strings.Cut(s, ":")
+		if !ok || c.login == "" {
+			return errors.New("want EMAIL:PASSWORD")
+		}
+		return nil
+	})
 	c.header = make(http.Header)
 	fs.Func("header", "add header `K:V` to every request (repeatable), for example X-API-Key:secret", func(s string) error {
 		k, v, ok := strings.Cut(s, ":")
@@ -151,6 +171,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.orders == 0 {
 		c.orders = 100000
 	}
+	for _, name := range c.scenarios {
+		if strings.HasPrefix(name, "token-") && c.clientID == "" {
+			return c, fmt.Errorf("scenario %s needs -client", name)
+		}
+		if name == "token-password" && c.login == "" {
+			return c, errors.New("scenario token-password needs -login")
+		}
+	}
 	return c, nil
 }
 
@@ -164,6 +192,7 @@ func ordersNeeded(c *config) bool {
 type request struct {
 	method, path string
 	body         []byte
+	contentType  string // of body; application/json when empty
 }
 
 // scenario returns the next request of worker w, whose n-th request this is.
@@ -206,9 +235,17 @@ var scenarioByName = map[string]scenario{
 		id := strconv.Itoa(w) + "-" + strconv.Itoa(n)
 		return request{method: "POST", path: "/api/users", body: userJSON("Load "+id, "load-"+run+"-"+id+"@example.com", 30)}
 	},
-	// One order, with its items, by a random id. Seeded orders have ids 1..N
-	// on a fresh server.
+	// One order, with its items, by a random id among the first -users
+	// (seeded orders have ids 1..N on a fresh server): the same number of
+	// distinct records as get reads, so that the two compare what it costs to
+	// read and represent one record of each, with equal chances of a cache
+	// hit.
 	"order": func(c *config, _ string, _, _ int) request {
+		return request{method: "GET", path: "/api/orders/" + strconv.Itoa(1+rand.IntN(min(c.users, c.orders)))}
+	},
+	// One order by a random id among all -orders: ten times get's working
+	// set with the defaults, so that most reads miss the server's cache.
+	"order-all": func(c *config, _ string, _, _ int) request {
 		return request{method: "GET", path: "/api/orders/" + strconv.Itoa(1+rand.IntN(c.orders))}
 	},
 	// A random order-holding user's first page of 20 orders: the nested
@@ -226,6 +263,16 @@ var scenarioByName = map[string]scenario{
 		}
 		return request{method: "POST", path: "/api/orders", body: orderJSON(1+rand.IntN(c.orderUsers), items)}
 	},
+	// An access token for -login through the password grant, the client
+	// authenticated by form fields: a password verification per request.
+	"token-password": func(c *config, _ string, _, _ int) request {
+		return tokenRequest(url.Values{"grant_type": {"password"}, "username": {c.login}, "password": {c.password},
+			"client_id": {c.clientID}, "client_secret": {c.clientSecret}})
+	},
+	// An access token for the -client itself (client credentials grant).
+	"token-client": func(c *config, _ string, _, _ int) request {
+		return tokenRequest(url.Values{"grant_type": {"client_credentials"}, "client_id": {c.clientID}, "client_secret": {c.clientSecret}})
+	},
 	// A search no request of any run has sent before, which matches nobody:
 	// whatever the server keeps per distinct query (cached empty pages)
 	// grows with every request, so the server's memory after a fixed number
@@ -233,6 +280,11 @@ var scenarioByName = map[string]scenario{
 	"distinct": func(_ *config, run string, w, n int) request {
 		return request{method: "GET", path: "/api/users?q=distinct-" + run + "-" + strconv.Itoa(w) + "-" + strconv.Itoa(n)}
 	},
+}
+
+// tokenRequest is a POST of form to the OAuth token endpoint.
+func tokenRequest(form url.Values) request {
+	return request{method: "POST", path: "/oauth/token", body: []byte(form.Encode()), contentType: "application/x-www-form-urlencoded"}
 }
 
 // distinctRequests is how many requests the distinct scenario sends unless
@@ -368,7 +420,11 @@ func do(ctx context.Context, c *config, client *http.Client, r request) (status 
 	}
 	req.Host = c.host
 	if r.body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		ct := r.contentType
+		if ct == "" {
+			ct = "application/json"
+		}
+		req.Header.Set("Content-Type", ct)
 	}
 	resp, err := client.Do(req)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,8 +20,8 @@ import (
 
 // fakeServer is just enough of resourceapi's API for load to drive: users
 // with ids from 1 and unique emails, products, orders of products for users
-// (nested under them too), the list envelope's pagination.total, and an API
-// key on every request.
+// (nested under them too), the list envelope's pagination.total, an API
+// key on every request but those of the OAuth token endpoint.
 type fakeServer struct {
 	mu       sync.Mutex
 	emails   map[string]bool
@@ -29,6 +30,8 @@ type fakeServer struct {
 	products int
 	orders   []fakeOrder
 	pages    []string // the paths of nested order lists
+	read     []int    // the ids of orders read
+	tokens   []url.Values
 }
 
 type fakeOrder struct {
@@ -124,7 +127,19 @@ func newFakeServer(tb testing.TB) (*fakeServer, *httptest.Server) {
 			w.WriteHeader(http.StatusNotFound)
 			return
 		}
+		f.read = append(f.read, id)
 		fmt.Fprintf(w, `{"id":%d}`, id)
+	})
+	mux.HandleFunc("POST /oauth/token", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Content-Type") != "application/x-www-form-urlencoded" || r.ParseForm() != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.tokens = append(f.tokens, r.PostForm)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"access_token":"x","token_type":"Bearer","expires_in":900}`)
 	})
 	mux.HandleFunc("GET /api/users/{id}/orders", func(w http.ResponseWriter, r *http.Request) {
 		id, _ := strconv.Atoi(r.PathValue("id"))
@@ -148,7 +163,8 @@ func newFakeServer(tb testing.TB) (*fakeServer, *httptest.Server) {
 		fmt.Fprintf(w, `{"id":%d}`, id)
 	})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("X-API-Key") != "secret" {
+		// The token endpoint authenticates by what its form holds.
+		if r.Header.Get("X-API-Key") != "secret" && r.URL.Path != "/oauth/token" {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
@@ -319,6 +335,70 @@ func TestOrderScenarios(t *testing.T) {
 	}
 }
 
+// TestOrderWorkingSets: order reads ids of 1..-users only, the working set
+// of get, and order-all reads any of the -orders.
+func TestOrderWorkingSets(t *testing.T) {
+	f, srv := newFakeServer(t)
+	args := []string{"-url", srv.URL, "-c", "4", "-d", "100ms", "-seed", "10", "-seed-orders", "200", "-products", "3",
+		"-order-users", "5", "-header", "X-API-Key: secret", "-json"}
+	mustRun(t, append(args, "-scenario", "order")...)
+	f.mu.Lock()
+	if len(f.read) == 0 || slices.Max(f.read) > 10 {
+		t.Errorf("order read %d orders, ids up to %d, want some and all of 1..10", len(f.read), slices.Max(append(f.read, 0)))
+	}
+	f.read = nil
+	f.mu.Unlock()
+	mustRun(t, append(args, "-scenario", "order-all")...)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.read) < 100 || slices.Max(f.read) <= 10 {
+		t.Errorf("order-all read %d orders, ids up to %d, want ids beyond 10", len(f.read), slices.Max(append(f.read, 0)))
+	}
+}
+
+// TestTokenScenarios: the token scenarios post the grant's form, the client
+// by form fields, and refuse to run without the client or the account.
+func TestTokenScenarios(t *testing.T) {
+	f, srv := newFakeServer(t)
+	results := mustRun(t, "-url", srv.URL, "-c", "2", "-d", "50ms", "-json", "-client", "cid:csecret",
+		"-login", "ann@example.com:pa:ss", "-scenario", "token-password,token-client")
+	for i, res := range results {
+		if res.Requests == 0 || res.Errors != 0 {
+			t.Errorf("result %d = %+v, want requests and no errors", i, res)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var password, client int
+	for _, form := range f.tokens {
+		if form.Get("client_id") != "cid" || form.Get("client_secret") != "csecret" {
+			t.Fatalf("token form %v, want client cid by form fields", form)
+		}
+		switch form.Get("grant_type") {
+		case "password":
+			password++
+			if form.Get("username") != "ann@example.com" || form.Get("password") != "pa:ss" {
+				t.Fatalf("password grant form %v, want ann@example.com and pa:ss", form)
+			}
+		case "client_credentials":
+			client++
+		default:
+			t.Fatalf("token form %v, want a password or client_credentials grant", form)
+		}
+	}
+	if password == 0 || client == 0 {
+		t.Errorf("%d password and %d client grants, want some of each", password, client)
+	}
+	for _, args := range [][]string{
+		{"-scenario", "token-client"},
+		{"-scenario", "token-password", "-client", "a:b"},
+	} {
+		if _, err := parseFlags(args, io.Discard); err == nil {
+			t.Errorf("parseFlags(%q) succeeded, want an error", args)
+		}
+	}
+}
+
 func TestErrorsByStatus(t *testing.T) {
 	_, srv := newFakeServer(t)
 	// No seed and no key: every request is a 401.
@@ -347,6 +427,8 @@ func TestFlags(t *testing.T) {
 		{"-seed-orders", "-1"},
 		{"-url", "127.0.0.1:8080"},
 		{"-header", "novalue"},
+		{"-client", "nocolon"},
+		{"-login", ":pw"},
 		{"extra"},
 	} {
 		var stderr bytes.Buffer

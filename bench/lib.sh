@@ -1,0 +1,87 @@
+# bench/lib.sh: what the bench scripts share. Source it from bash with
+# "set -euo pipefail"; it defines functions only.
+
+# stop PID asks the process to shut down gracefully, and kills it if it has
+# not within 10 s, so that a stuck server cannot hang the script.
+stop() {
+	local _
+	kill "$1" 2>/dev/null || return 0
+	for _ in $(seq 100); do
+		if ! kill -0 "$1" 2>/dev/null; then break; fi
+		sleep 0.1
+	done
+	kill -KILL "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+}
+
+# free_port prints a port nothing listens on. Another process could take it
+# before the server binds; the server then fails to start and says so.
+free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 20000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return
+		fi
+	done
+}
+
+# wait_listening PID PORT waits up to 60 s (migrations, first admin) for the
+# process to accept connections, and fails if it exits first.
+wait_listening() {
+	local _
+	for _ in $(seq 600); do
+		if ! kill -0 "$1" 2>/dev/null; then return 1; fi
+		if (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null; then return 0; fi
+		sleep 0.1
+	done
+	return 1
+}
+
+# memory PID prints the resident set now and at its peak.
+memory() {
+	awk '/^VmRSS|^VmHWM/ { printf "%s %d MiB  ", $1, $2 / 1024 } END { print "" }' "/proc/$1/status"
+}
+
+# rps prints the rps= figure of load's text line for scenario $2 in file $1.
+rps() { awk -v s="$2" '$1 == s { for (i = 2; i <= NF; i++) if ($i ~ /^rps=/) { sub(/^rps=/, "", $i); print $i } }' "$1"; }
+
+# new_db ENGINE sets dburl to a fresh database: a file in $work for sqlite,
+# a new database on the local PostgreSQL for postgres (its name in pgdb, for
+# drop_db).
+new_db() {
+	case $1 in
+	sqlite)
+		dburl="$work/resourceapi.db"
+		;;
+	postgres)
+		pgdb="resourceapi_bench_$(date +%s)_$$"
+		psql -h 127.0.0.1 -U root -d test -q -c "create database $pgdb"
+		dburl="postgres://root@127.0.0.1:5432/$pgdb?sslmode=disable"
+		;;
+	*)
+		return 2
+		;;
+	esac
+}
+
+# drop_db drops the database new_db made on PostgreSQL, unless BENCH_KEEP is
+# set.
+drop_db() {
+	if [ -n "${pgdb:-}" ] && [ -z "${BENCH_KEEP:-}" ]; then
+		psql -h 127.0.0.1 -U root -d test -q -c "drop database if exists $pgdb" || true
+	fi
+}
+
+# ratio FILE A B TARGET prints scenario A's req/s against scenario B's, both
+# from load's text lines in FILE, with the TARGET percentage (none when 0).
+ratio() {
+	local a b
+	a=$(rps "$1" "$2")
+	b=$(rps "$1" "$3")
+	if [ -n "$a" ] && [ -n "$b" ]; then
+		awk -v a="$a" -v b="$b" -v x="$2" -v y="$3" -v t="$4" \
+			'BEGIN { printf "== %s vs %s: %.0f vs %.0f req/s (%.0f%%", x, y, a, b, 100 * a / b; if (t) printf ", target %d%%", t; print ")" }'
+	fi
+}
