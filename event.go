@@ -30,11 +30,33 @@ type Event struct {
 // Events is how front doors (GraphQL subscriptions) hear about committed
 // writes, from whichever instance made them.
 type Events interface {
-	// Subscribe returns the events named name that are delivered after the
-	// call, each once, in the order this instance receives them. The
-	// channel is closed when ctx ends, when the service shuts down, or when
-	// the subscriber falls more than buffer events behind: a consumer that
-	// cannot keep up is dropped rather than let memory grow. Subscribe fails
-	// only when the service is shutting down.
-	Subscribe(ctx context.Context, name string, buffer int) (<-chan Event, error)
+	// Listen calls deliver with each event named name that is delivered
+	// after the call, each once, in the order this instance receives them,
+	// until ctx ends, the service shuts down, or deliver returns false.
+	// deliver runs on the engine's goroutine and must not block: it hands
+	// the event on (to a bounded buffer) or returns false to be dropped,
+	// so that a consumer that cannot keep up never slows the others or
+	// grows memory. ended is called once when listening ends, whatever the
+	// reason, and deliver is never called after it. Listen fails only when
+	// the service is shutting down. A listener costs no goroutine.
+	Listen(ctx context.Context, name string, deliver func(Event) bool, ended func()) error
+}
+
+// Subscribe returns the events of Listen as a channel of buffer events: the
+// channel is closed when listening ends (ctx, shutdown), or when the
+// consumer falls more than buffer events behind.
+func Subscribe(ctx context.Context, events Events, name string, buffer int) (<-chan Event, error) {
+	ch := make(chan Event, max(buffer, 1))
+	err := events.Listen(ctx, name, func(ev Event) bool {
+		select {
+		case ch <- ev:
+			return true
+		default:
+			return false
+		}
+	}, func() { close(ch) })
+	if err != nil {
+		return nil, err
+	}
+	return ch, nil
 }

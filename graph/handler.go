@@ -19,7 +19,6 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
-	"github.com/99designs/gqlgen/graphql/handler/transport"
 
 	"github.com/resourceapi/resourceapi"
 )
@@ -149,12 +148,7 @@ func New(cfg Options) *Handler {
 
 	es := NewExecutableSchema(Config{Resolvers: &resolver{h}, Complexity: complexity()})
 	srv := handler.New(es)
-	srv.AddTransport(transport.Websocket{
-		Implementation:   wsImplementation{h},
-		InitFunc:         h.wsInit,
-		PayloadReadLimit: &h.cfg.WebSocket.MaxMessageBytes,
-		ErrorFunc:        func(context.Context, error) {},
-	})
+	srv.AddTransport(wsTransport{h})
 	srv.AddTransport(httpTransport{h})
 	srv.SetQueryCache(newQueryCache(cfg.QueryCacheSize))
 	srv.SetParserTokenLimit(cfg.MaxTokens)
@@ -246,11 +240,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method {
 	case http.MethodGet:
-		if isUpgrade(r) {
-			h.serveWebSocket(w, r)
-			return
-		}
-		if wantsHTML(r) {
+		if wantsHTML(r) && !isUpgrade(r) { // an upgrade goes to wsTransport
+
 			h.serveGraphiQL(w, r)
 			return
 		}

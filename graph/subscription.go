@@ -17,10 +17,12 @@ func (r subscriptionResolver) PostCreated(ctx context.Context) (<-chan *Post, er
 // subscribe delivers the events named name, about records of res, as
 // GraphQL values. The caller must be allowed to read every record of res
 // (the rule layer's Authorize), checked when the subscription starts. Each
-// subscriber has a buffer of WebSocketOptions.Buffer events in the event hub;
-// one that falls further behind is dropped by the hub, and then its
-// connection is closed with 1008, so that a slow client never makes memory
-// grow.
+// subscription has a buffer of WebSocketOptions.Buffer events, which the
+// hub's delivery fills without blocking; one that falls further behind is
+// dropped by the hub, and then its connection is closed with 1008, so that
+// a slow client never makes memory grow. No goroutine waits on the buffer:
+// each event queues a response on the connection (wsSub.ready), whose
+// writer reads it from the buffer.
 func subscribe[T any](ctx context.Context, h *Handler, res *resourceapi.Resource, name string, conv func(resourceapi.Record) *T) (<-chan *T, error) {
 	c, err := caller(ctx)
 	if err != nil {
@@ -29,41 +31,45 @@ func subscribe[T any](ctx context.Context, h *Handler, res *resourceapi.Resource
 	if err := h.cfg.Service.Authorize(c, res, resourceapi.OpRead); err != nil {
 		return nil, err
 	}
+	sub := wsSubFrom(ctx)
+	if sub == nil {
+		return nil, resourceapi.Errorf(resourceapi.CodeBadRequest, "Subscriptions are served over WebSocket")
+	}
 	if h.cfg.Events == nil {
 		return nil, resourceapi.Errorf(resourceapi.CodeUnavailable, "Subscriptions are not available")
 	}
-	conn := wsConnFrom(ctx)
-	release, err := conn.acquire()
+	release, err := sub.c.acquire()
 	if err != nil {
 		return nil, err
 	}
-	in, err := h.cfg.Events.Subscribe(ctx, name, h.cfg.WebSocket.Buffer)
+	out := make(chan *T, h.cfg.WebSocket.Buffer)
+	dropped := false // only the hub's delivery and then ended touch it
+	err = h.cfg.Events.Listen(ctx, name, func(ev resourceapi.Event) bool {
+		select {
+		case out <- conv(ev.Record):
+			sub.ready()
+			return true
+		default:
+			dropped = true
+			return false
+		}
+	}, func() {
+		release()
+		close(out)
+		switch {
+		case ctx.Err() != nil: // the client or the connection ended it
+		case dropped:
+			sub.c.closeWith(closeTooSlow, "Subscriber fell behind; reconnect")
+		default: // the service is shutting down: the stream ends
+			sub.ready()
+		}
+	})
 	if err != nil {
 		release()
 		return nil, resourceapi.Errorf(resourceapi.CodeUnavailable, "The service is shutting down")
 	}
-	out := make(chan *T)
-	go func() {
-		defer release()
-		defer close(out)
-		for {
-			select {
-			case ev, ok := <-in:
-				if !ok {
-					if ctx.Err() == nil && conn != nil {
-						conn.closeWith(closeTooSlow, "Subscriber fell behind; reconnect")
-					}
-					return
-				}
-				select {
-				case out <- conv(ev.Record):
-				case <-ctx.Done():
-					return
-				}
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	sub.c.mu.Lock()
+	sub.listening = true
+	sub.c.mu.Unlock()
 	return out, nil
 }

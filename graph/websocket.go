@@ -1,71 +1,72 @@
 package graph
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/coder/websocket"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/resourceapi/resourceapi"
 )
 
-// WebSocket close codes the server uses besides the protocols' own.
+// Subscriptions are served over WebSocket by wsTransport, the project's own
+// gqlgen transport, which speaks both subprotocols: graphql-transport-ws
+// (the graphql-ws library's, offered first) and the legacy graphql-ws of
+// subscriptions-transport-ws (also chosen when a client names none).
+//
+// It is built for many idle subscribers: a connection costs one goroutine,
+// its reader, and a subscription none. An event reaches a subscription
+// through the hub's callback (resourceapi.Events.Listen) into a bounded
+// buffer, and a writer goroutine, started only while a connection has
+// events to send, turns them into messages. Timers, not goroutines, carry
+// the init timeout and the keep-alive pings.
+
+// WebSocket close codes.
 const (
-	closeForbidden   = 4403 // no valid credential in connection_init or on the upgrade
-	closeInitTimeout = 4408 // no connection_init within WebSocketOptions.InitTimeout
-	closeTooSlow     = 1008 // policy violation: the subscriber fell behind its buffer
+	closeBadMessage   = 4400 // a message that is not of the protocol
+	closeUnauthorized = 4401 // subscribe before connection_ack
+	closeForbidden    = 4403 // no valid credential in connection_init or on the upgrade
+	closeInitTimeout  = 4408 // no connection_init within WebSocketOptions.InitTimeout
+	closeDuplicateID  = 4409 // subscribe with the id of an active subscription
+	closeTooManyInits = 4429 // a second connection_init
+	closeTooSlow      = 1008 // policy violation: the subscriber fell behind its buffer
 )
 
-// wsConn is the server's state of one subscription WebSocket. It goes into
-// the upgrade request's context before gqlgen's transport accepts the
-// connection, so that the connection's resolvers find it there: to count
-// their subscriptions, and to close the connection of a subscriber that
-// fell behind.
-type wsConn struct {
-	h      *Handler
-	client string // the client address, for password throttling
-	// cancel ends the connection's context, which closes it.
-	cancel context.CancelFunc
-	// accepted is closed once the connection is hijacked.
-	accepted chan struct{}
+const (
+	protoTransportWS = "graphql-transport-ws"
+	protoLegacyWS    = "graphql-ws"
+)
 
-	mu     sync.Mutex
-	conn   *websocket.Conn
-	proto  string
-	subs   int
-	closed bool
+// wsTransport is the gqlgen transport of subscription connections: a GET
+// that asks for a WebSocket upgrade.
+type wsTransport struct{ h *Handler }
 
-	inited    atomic.Bool
-	initTimer *time.Timer
-	pingTimer *time.Timer
+var _ graphql.Transport = wsTransport{}
+
+func (wsTransport) Supports(r *http.Request) bool {
+	return r.Method == http.MethodGet && isUpgrade(r)
 }
 
-type wsConnKey struct{}
-
-func wsConnFrom(ctx context.Context) *wsConn {
-	c, _ := ctx.Value(wsConnKey{}).(*wsConn)
-	return c
-}
-
-// serveWebSocket serves a subscription connection (gqlgen's transport,
-// over wsImplementation) in a goroutine of its own: once the connection is
-// hijacked, the request's goroutine returns, and with it the deep stack of
-// the middleware it ran through, which a long-lived connection would
-// otherwise keep (about a third of an idle subscriber's memory). The
-// connection's context keeps the request's values (the caller) but not its
-// cancellation, which ends when the handler returns: Shutdown ends it.
-func (h *Handler) serveWebSocket(w http.ResponseWriter, r *http.Request) {
+// Do accepts the connection, with origins checked (the server's own and
+// Options.Origins) and no compression, and serves it from a goroutine of its
+// own: the request's goroutine returns, and with it the deep stack of the
+// middleware it ran through. The connection's context keeps the request's
+// values (the caller of a credential on the upgrade) but not its
+// cancellation, which ends when the handler returns; Shutdown ends it.
+func (t wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	h := t.h
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	c := &wsConn{h: h, cancel: cancel, accepted: make(chan struct{})}
+	c := &wsConn{h: h, exec: exec, ctx: ctx, cancel: cancel, subs: make(map[string]*wsSub)}
 	if h.cfg.ClientIP != nil {
 		c.client = h.cfg.ClientIP(r)
 	}
@@ -74,19 +75,584 @@ func (h *Handler) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		writeRequestError(w, http.StatusServiceUnavailable, mediaJSON, "UNAVAILABLE", "The server is shutting down")
 		return
 	}
-	r = r.WithContext(context.WithValue(ctx, wsConnKey{}, c))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer h.conns.remove(c)
-		defer cancel()
-		defer c.stop()
-		h.exec.ServeHTTP(w, r)
-	}()
-	select {
-	case <-c.accepted: // the connection is the goroutine's now
-	case <-done: // refused before the upgrade: the response is written
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		Subprotocols:    []string{protoTransportWS, protoLegacyWS},
+		OriginPatterns:  h.cfg.Origins,
+		CompressionMode: websocket.CompressionDisabled,
+	})
+	if err != nil { // Accept has answered (403 for another origin, 426, ...)
+		h.conns.remove(c)
+		cancel()
+		return
 	}
+	ws := h.cfg.WebSocket
+	conn.SetReadLimit(ws.MaxMessageBytes)
+	c.conn = conn
+	c.legacy = conn.Subprotocol() != protoTransportWS
+	c.mu.Lock()
+	c.initTimer = time.AfterFunc(ws.InitTimeout, func() {
+		c.mu.Lock()
+		inited := c.inited
+		c.mu.Unlock()
+		if !inited {
+			c.closeWith(closeInitTimeout, "Connection initialisation timeout")
+		}
+	})
+	c.pingTimer = time.AfterFunc(ws.PingInterval, c.ping)
+	c.mu.Unlock()
+	context.AfterFunc(ctx, func() { c.closeWith(websocket.StatusNormalClosure, "terminated") })
+	go c.run()
+}
+
+// wsConn is the server's state of one subscription connection.
+type wsConn struct {
+	h      *Handler
+	exec   graphql.GraphExecutor
+	conn   *websocket.Conn
+	legacy bool   // the graphql-ws subprotocol, not graphql-transport-ws
+	client string // the client address, for password throttling
+	// ctx is the connection's: canceled when it ends (or by Shutdown),
+	// which ends its subscriptions.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	inited bool
+	// opCtx is the context of the connection's operations once
+	// connection_init is accepted: ctx with the caller.
+	opCtx     context.Context
+	subs      map[string]*wsSub // active operations by id
+	counted   int               // subscriptions counted against the cap
+	queue     []*wsSub          // one entry per event waiting to be sent
+	writing   bool              // a writer goroutine is draining queue
+	closed    bool
+	initTimer *time.Timer
+	pingTimer *time.Timer
+}
+
+// wsSub is one operation of a connection.
+type wsSub struct {
+	c      *wsConn
+	id     string
+	ctx    context.Context
+	cancel context.CancelFunc
+	// responses is gqlgen's handler of the operation; for a subscription
+	// each call turns the next buffered event into a response.
+	responses graphql.ResponseHandler
+	// Guarded by c.mu: listening is set by the resolver once it has
+	// registered with the hub; armed once responses is in place, and early
+	// counts the events that arrived before.
+	listening bool
+	armed     bool
+	early     int
+}
+
+type wsSubKey struct{}
+
+// wsSubFrom returns the subscription whose resolver runs in ctx: nil outside
+// a WebSocket operation.
+func wsSubFrom(ctx context.Context) *wsSub {
+	s, _ := ctx.Value(wsSubKey{}).(*wsSub)
+	return s
+}
+
+// wsMessage is a message of either protocol.
+type wsMessage struct {
+	ID      string          `json:"id,omitempty"`
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+// run reads the client's messages until the connection ends, then releases
+// what the connection holds. A connection the server closes ends when its
+// closing handshake does (or, with a client that does not answer, after
+// coder/websocket's 5 s), so the reader reads on until then.
+func (c *wsConn) run() {
+	defer func() {
+		c.cancel()
+		c.stop()
+		c.h.conns.remove(c)
+		c.conn.CloseNow()
+	}()
+	for {
+		typ, data, err := c.conn.Read(context.Background())
+		if err != nil {
+			return
+		}
+		if typ != websocket.MessageText {
+			c.closeWith(closeBadMessage, "Binary messages are not supported")
+			continue
+		}
+		var m wsMessage
+		if err := json.Unmarshal(data, &m); err != nil || m.Type == "" {
+			c.invalid("Invalid message received")
+			continue
+		}
+		c.handle(m)
+	}
+}
+
+// handle acts on one message of the client.
+func (c *wsConn) handle(m wsMessage) {
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return // closing: what the client still sends is moot
+	}
+	switch m.Type {
+	case "connection_init":
+		c.init(m.Payload)
+		return
+	case "ping":
+		if !c.legacy {
+			c.write(wsMessage{Type: "pong", Payload: m.Payload})
+			return
+		}
+	case "pong":
+		if !c.legacy {
+			return
+		}
+	case "subscribe", "start":
+		if (m.Type == "start") == c.legacy {
+			c.start(m)
+			return
+		}
+	case "complete", "stop":
+		if (m.Type == "stop") == c.legacy {
+			c.stopOperation(m.ID)
+			return
+		}
+	case "connection_terminate":
+		if c.legacy {
+			c.closeWith(websocket.StatusNormalClosure, "terminated")
+			return
+		}
+	}
+	c.invalid(fmt.Sprintf("Unexpected message of type %q", m.Type))
+}
+
+// invalid answers a message that is not of the protocol: graphql-transport-ws
+// closes with 4400; graphql-ws, which has no such code, sends
+// connection_error.
+func (c *wsConn) invalid(reason string) {
+	if c.legacy {
+		c.writeErrors("connection_error", "", &gqlerror.Error{Message: reason})
+		return
+	}
+	c.closeWith(closeBadMessage, reason)
+}
+
+// init accepts connection_init: it authenticates the payload's credential
+// ({"Authorization": "Bearer ..."}, {"X-API-Key": "..."} or Basic; names in
+// any case), or else takes the upgrade request's. Without a valid one the
+// connection is closed with 4403.
+func (c *wsConn) init(payload json.RawMessage) {
+	c.mu.Lock()
+	inited := c.inited
+	c.mu.Unlock()
+	if inited {
+		if !c.legacy {
+			c.closeWith(closeTooManyInits, "Too many initialisation requests")
+		}
+		return
+	}
+	var fields map[string]any
+	if len(payload) > 0 && string(payload) != "null" {
+		if err := json.Unmarshal(payload, &fields); err != nil {
+			c.closeWith(closeBadMessage, "The connection_init payload must be an object")
+			return
+		}
+	}
+	ctx, err := c.h.authenticateInit(c.ctx, fields, c.client)
+	if err != nil {
+		c.closeWith(closeForbidden, err.Error())
+		return
+	}
+	c.mu.Lock()
+	c.inited, c.opCtx = true, ctx
+	if c.initTimer != nil {
+		c.initTimer.Stop()
+	}
+	c.mu.Unlock()
+	c.write(wsMessage{Type: "connection_ack"})
+	if c.legacy {
+		c.write(wsMessage{Type: "ka"})
+	}
+}
+
+// authenticateInit returns ctx with the caller of a connection_init
+// payload's credential, or of the upgrade request's when the payload has
+// none. The error says why the connection is refused.
+func (h *Handler) authenticateInit(ctx context.Context, payload map[string]any, client string) (context.Context, error) {
+	var apiKey, authorization []string
+	for k, v := range payload {
+		s, ok := v.(string)
+		if !ok {
+			continue
+		}
+		switch strings.ToLower(k) {
+		case "x-api-key":
+			apiKey = append(apiKey, s)
+		case "authorization":
+			authorization = append(authorization, s)
+		}
+	}
+	invalid := errors.New("Forbidden: the credential is not valid")
+	if len(apiKey)+len(authorization) > 0 {
+		cred, err := resourceapi.ParseCredential(apiKey, authorization)
+		if err != nil || h.cfg.Auth == nil {
+			return nil, invalid
+		}
+		cred.Client = client
+		who, err := h.cfg.Auth.Authenticate(ctx, cred)
+		if err != nil {
+			return nil, invalid
+		}
+		return resourceapi.WithCaller(resourceapi.WithCredentialError(ctx, nil), who), nil
+	}
+	if resourceapi.CredentialErrorFrom(ctx) != nil {
+		return nil, invalid
+	}
+	if resourceapi.CallerFrom(ctx) == nil {
+		return nil, errors.New("Forbidden: a credential is required")
+	}
+	return ctx, nil
+}
+
+// start begins the operation of a subscribe (start) message. A
+// subscription's resolver registers with the event hub through the
+// operation's context; a query or mutation runs in a goroutine of its own
+// and completes.
+func (c *wsConn) start(m wsMessage) {
+	c.mu.Lock()
+	inited, opCtx := c.inited, c.opCtx
+	_, dup := c.subs[m.ID]
+	c.mu.Unlock()
+	switch {
+	case !inited:
+		if c.legacy {
+			c.writeErrors("error", m.ID, &gqlerror.Error{Message: "Unauthorized: send connection_init first"})
+		} else {
+			c.closeWith(closeUnauthorized, "Unauthorized")
+		}
+		return
+	case m.ID == "":
+		c.invalid("A subscribe message needs an id")
+		return
+	case dup:
+		if c.legacy {
+			c.writeErrors("error", m.ID, &gqlerror.Error{Message: "Subscriber for " + m.ID + " already exists"})
+		} else {
+			c.closeWith(closeDuplicateID, "Subscriber for "+m.ID+" already exists")
+		}
+		return
+	}
+
+	ctx := graphql.StartOperationTrace(opCtx)
+	start := graphql.Now()
+	params := &graphql.RawParams{}
+	if err := json.Unmarshal(m.Payload, params); err != nil {
+		c.writeErrors("error", m.ID, &gqlerror.Error{Message: "The payload is not a GraphQL request"})
+		return
+	}
+	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
+	rc, errs := c.exec.CreateOperationContext(ctx, params)
+	if errs != nil {
+		resp := c.exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs)
+		if errcode.GetErrorKind(errs) == errcode.KindProtocol {
+			c.writeErrors("error", m.ID, resp.Errors...)
+			return
+		}
+		c.writeResponse(m.ID, resp)
+		c.complete(m.ID)
+		return
+	}
+
+	s := &wsSub{c: c, id: m.ID}
+	s.ctx, s.cancel = context.WithCancel(graphql.WithOperationContext(ctx, rc))
+	c.mu.Lock()
+	c.subs[m.ID] = s
+	c.mu.Unlock()
+	if rc.Operation.Operation != ast.Subscription {
+		go func() {
+			defer c.recover(s)
+			responses, ctx := c.exec.DispatchOperation(s.ctx, rc)
+			if resp := responses(ctx); resp != nil {
+				c.writeResponse(s.id, resp)
+			}
+			c.finish(s)
+		}()
+		return
+	}
+	// The resolver runs here and registers with the hub (s.listening); one
+	// that fails leaves a one-shot handler of its errors. Events that arrive
+	// before the handler is in place wait for it (s.early).
+	var responses graphql.ResponseHandler
+	var rctx context.Context
+	func() {
+		defer c.recover(s)
+		responses, rctx = c.exec.DispatchOperation(context.WithValue(s.ctx, wsSubKey{}, s), rc)
+	}()
+	if responses == nil {
+		return // it panicked, and is over
+	}
+	c.mu.Lock()
+	s.responses, s.ctx = responses, rctx
+	s.armed = true
+	early, listening := s.early, s.listening
+	s.early = 0
+	c.mu.Unlock()
+	if !listening {
+		if resp := responses(rctx); resp != nil {
+			c.writeResponse(s.id, resp)
+		}
+		c.finish(s)
+		return
+	}
+	for range early {
+		s.ready()
+	}
+}
+
+// recover turns a panic of an operation into its error, and ends it.
+func (c *wsConn) recover(s *wsSub) {
+	if p := recover(); p != nil {
+		c.h.logger.Error("graphql: panic in a subscription", "panic", fmt.Sprint(p))
+		c.writeErrors("error", s.id, &gqlerror.Error{Message: "Internal server error",
+			Extensions: map[string]any{"code": codeInternal}})
+		c.remove(s)
+		s.cancel()
+	}
+}
+
+// stopOperation ends the client's operation id (complete, stop).
+func (c *wsConn) stopOperation(id string) {
+	c.mu.Lock()
+	s := c.subs[id]
+	c.mu.Unlock()
+	if s == nil {
+		return
+	}
+	c.remove(s)
+	s.cancel()
+	if c.legacy {
+		c.complete(id)
+	}
+}
+
+// remove forgets s; it reports whether s was still active.
+func (c *wsConn) remove(s *wsSub) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.subs[s.id] != s {
+		return false
+	}
+	delete(c.subs, s.id)
+	return true
+}
+
+// finish ends s from the server's side: complete, unless the client ended
+// it first.
+func (c *wsConn) finish(s *wsSub) {
+	if c.remove(s) {
+		c.complete(s.id)
+	}
+	s.cancel()
+}
+
+// ready queues one event of s to be sent, and starts the connection's
+// writer unless it is running. It is called from the hub's delivery, so
+// it never blocks.
+func (s *wsSub) ready() {
+	c := s.c
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	if !s.armed {
+		s.early++
+		c.mu.Unlock()
+		return
+	}
+	c.queue = append(c.queue, s)
+	start := !c.writing
+	c.writing = true
+	c.mu.Unlock()
+	if start {
+		go c.flush()
+	}
+}
+
+// flush sends what is queued, and returns when nothing is.
+func (c *wsConn) flush() {
+	for {
+		c.mu.Lock()
+		queue := c.queue
+		c.queue = nil
+		if len(queue) == 0 || c.closed {
+			c.writing = false
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		for _, s := range queue {
+			c.next(s)
+		}
+	}
+}
+
+// next sends the next event of s, or completes s when its stream ended.
+func (c *wsConn) next(s *wsSub) {
+	if s.ctx.Err() != nil {
+		return
+	}
+	defer c.recover(s)
+	resp := s.responses(s.ctx)
+	if resp == nil {
+		c.finish(s)
+		return
+	}
+	c.writeResponse(s.id, resp)
+}
+
+// acquire counts a subscription against the connection's cap, and returns
+// the function that releases it.
+func (c *wsConn) acquire() (release func(), err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.counted >= c.h.cfg.WebSocket.MaxSubscriptions {
+		return nil, &resourceapi.Error{Code: resourceapi.CodeRateLimited,
+			Message: "Too many subscriptions on this connection; close one first"}
+	}
+	c.counted++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			c.counted--
+			c.mu.Unlock()
+		})
+	}, nil
+}
+
+func (c *wsConn) complete(id string) { c.write(wsMessage{ID: id, Type: "complete"}) }
+
+// writeResponse sends a result of operation id: next, or data in graphql-ws.
+func (c *wsConn) writeResponse(id string, resp *graphql.Response) {
+	b, err := json.Marshal(resp)
+	if err != nil {
+		c.h.logger.Error("graphql: encoding a subscription response", "err", err)
+		return
+	}
+	typ := "next"
+	if c.legacy {
+		typ = "data"
+	}
+	c.write(wsMessage{ID: id, Type: typ, Payload: b})
+}
+
+// writeErrors sends a message of type typ whose payload is errs.
+func (c *wsConn) writeErrors(typ, id string, errs ...*gqlerror.Error) {
+	var payload any = errs
+	if typ == "connection_error" && len(errs) == 1 {
+		payload = errs[0]
+	}
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return
+	}
+	c.write(wsMessage{ID: id, Type: typ, Payload: b})
+}
+
+// write sends m within WebSocketOptions.WriteTimeout. A write that times out
+// closes the connection (coder/websocket): a client that does not read is
+// disconnected, and whatever waited to be sent to it is released.
+func (c *wsConn) write(m wsMessage) {
+	c.send(encodeMessage(m))
+}
+
+// encodeMessage is json.Marshal of m without validating and compacting its
+// payload again, which the server encoded itself: one encoding of each
+// event for each subscriber is what fan-out costs.
+func encodeMessage(m wsMessage) []byte {
+	b := make([]byte, 0, len(m.ID)+len(m.Type)+len(m.Payload)+40)
+	b = append(b, '{')
+	if m.ID != "" {
+		id, _ := json.Marshal(m.ID) // a string always encodes
+		b = append(append(append(b, `"id":`...), id...), ',')
+	}
+	b = append(append(append(b, `"type":"`...), m.Type...), '"') // a constant of the protocol
+	if len(m.Payload) > 0 {
+		b = append(append(b, `,"payload":`...), m.Payload...)
+	}
+	return append(b, '}')
+}
+
+// send writes one encoded message (see write).
+func (c *wsConn) send(b []byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.h.cfg.WebSocket.WriteTimeout)
+	defer cancel()
+	if err := c.conn.Write(ctx, websocket.MessageText, b); err != nil {
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
+	}
+}
+
+// closeWith closes the connection with code and reason, once, without
+// waiting for the client's half of the closing handshake.
+func (c *wsConn) closeWith(code websocket.StatusCode, reason string) {
+	c.mu.Lock()
+	closed := c.closed
+	c.closed = true
+	c.mu.Unlock()
+	if c.conn == nil || closed {
+		return
+	}
+	c.stop()
+	go c.conn.Close(code, reason)
+}
+
+// stop releases the connection's timers.
+func (c *wsConn) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.initTimer != nil {
+		c.initTimer.Stop()
+	}
+	if c.pingTimer != nil {
+		c.pingTimer.Stop()
+	}
+}
+
+// ping keeps an idle connection alive and finds dead peers: a WebSocket
+// ping, which must be answered within the interval, and for the legacy
+// graphql-ws protocol a "ka" message, which its clients watch for. It
+// re-arms itself; an idle connection costs a timer, not a goroutine.
+func (c *wsConn) ping() {
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return
+	}
+	ws := c.h.cfg.WebSocket
+	if c.legacy {
+		c.write(wsMessage{Type: "ka"})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ws.PingInterval)
+	defer cancel()
+	if err := c.conn.Ping(ctx); err != nil {
+		c.closeWith(websocket.StatusGoingAway, "no answer to ping")
+		return
+	}
+	c.mu.Lock()
+	if !c.closed {
+		c.pingTimer.Reset(ws.PingInterval)
+	}
+	c.mu.Unlock()
 }
 
 // wsConns are the open subscription connections, for Shutdown.
@@ -130,224 +696,3 @@ func (h *Handler) Shutdown() {
 		c.cancel()
 	}
 }
-
-// closeWith closes the connection with code and reason, once, without
-// waiting for the client's half of the closing handshake.
-func (c *wsConn) closeWith(code websocket.StatusCode, reason string) {
-	c.mu.Lock()
-	conn, closed := c.conn, c.closed
-	c.closed = true
-	c.mu.Unlock()
-	if conn == nil || closed {
-		return
-	}
-	c.stop()
-	go conn.Close(code, reason)
-}
-
-// stop releases the connection's timers.
-func (c *wsConn) stop() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.initTimer != nil {
-		c.initTimer.Stop()
-	}
-	if c.pingTimer != nil {
-		c.pingTimer.Stop()
-	}
-}
-
-// ping keeps an idle connection alive and finds dead peers: a WebSocket
-// ping, which must be answered within the interval, and for the legacy
-// graphql-ws protocol a "ka" message, which its clients watch for. It
-// re-arms itself; an idle connection costs a timer, not a goroutine.
-func (c *wsConn) ping() {
-	c.mu.Lock()
-	conn, closed := c.conn, c.closed
-	c.mu.Unlock()
-	if conn == nil || closed {
-		return
-	}
-	ws := c.h.cfg.WebSocket
-	ctx, cancel := context.WithTimeout(context.Background(), ws.PingInterval)
-	defer cancel()
-	if c.proto != "graphql-transport-ws" {
-		if err := conn.Write(ctx, websocket.MessageText, []byte(`{"type":"ka"}`)); err != nil {
-			c.closeWith(websocket.StatusGoingAway, "keep-alive failed")
-			return
-		}
-	}
-	if err := conn.Ping(ctx); err != nil {
-		c.closeWith(websocket.StatusGoingAway, "no answer to ping")
-		return
-	}
-	c.mu.Lock()
-	if !c.closed {
-		c.pingTimer.Reset(ws.PingInterval)
-	}
-	c.mu.Unlock()
-}
-
-// acquire counts a subscription against the connection's cap, and returns
-// the function that releases it.
-func (c *wsConn) acquire() (release func(), err error) {
-	if c == nil {
-		return func() {}, nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.subs >= c.h.cfg.WebSocket.MaxSubscriptions {
-		return nil, &resourceapi.Error{Code: resourceapi.CodeRateLimited,
-			Message: "Too many subscriptions on this connection; close one first"}
-	}
-	c.subs++
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			c.mu.Lock()
-			c.subs--
-			c.mu.Unlock()
-		})
-	}, nil
-}
-
-// wsInit is the transport's InitFunc: it authenticates the connection_init
-// payload's credential ({"Authorization": "Bearer ..."}, {"X-API-Key":
-// "..."} or Basic; names in any case), or else takes the upgrade request's.
-// Without a valid one the connection is closed with 4403.
-func (h *Handler) wsInit(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
-	c := wsConnFrom(ctx)
-	if c != nil {
-		c.inited.Store(true)
-	}
-	var apiKey, authorization []string
-	for k, v := range payload {
-		s, ok := v.(string)
-		if !ok {
-			continue
-		}
-		switch strings.ToLower(k) {
-		case "x-api-key":
-			apiKey = append(apiKey, s)
-		case "authorization":
-			authorization = append(authorization, s)
-		}
-	}
-	refuse := func(reason string) (context.Context, *transport.InitPayload, error) {
-		ctx = transport.WithWebsocketCloseCode(ctx, closeForbidden)
-		ctx = transport.AppendCloseReason(ctx, reason)
-		return ctx, nil, errors.New(reason)
-	}
-	if len(apiKey)+len(authorization) > 0 {
-		cred, err := resourceapi.ParseCredential(apiKey, authorization)
-		if err != nil || h.cfg.Auth == nil {
-			return refuse("Forbidden: the credential is not valid")
-		}
-		if c != nil {
-			cred.Client = c.client
-		}
-		who, err := h.cfg.Auth.Authenticate(ctx, cred)
-		if err != nil {
-			return refuse("Forbidden: the credential is not valid")
-		}
-		ctx = resourceapi.WithCaller(resourceapi.WithCredentialError(ctx, nil), who)
-		return ctx, nil, nil
-	}
-	if resourceapi.CredentialErrorFrom(ctx) != nil {
-		return refuse("Forbidden: the credential is not valid")
-	}
-	if resourceapi.CallerFrom(ctx) == nil {
-		return refuse("Forbidden: a credential is required")
-	}
-	return ctx, nil, nil
-}
-
-// wsImplementation accepts subscription connections for gqlgen's transport
-// with coder/websocket: origins checked (the server's own and
-// Options.Origins), no compression, a write timeout on every message, the
-// init timeout, and keep-alive pings.
-type wsImplementation struct{ h *Handler }
-
-func (i wsImplementation) Accept(w http.ResponseWriter, r *http.Request, opts transport.WebsocketAcceptOptions) (transport.WebsocketConn, error) {
-	// The current protocol first: a client offering both gets it.
-	protos := []string{"graphql-transport-ws", "graphql-ws"}
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
-		Subprotocols:    protos,
-		OriginPatterns:  i.h.cfg.Origins,
-		CompressionMode: websocket.CompressionDisabled,
-	})
-	if err != nil {
-		return nil, err
-	}
-	c := wsConnFrom(r.Context())
-	if c == nil {
-		c = &wsConn{h: i.h, cancel: func() {}, accepted: make(chan struct{})}
-	}
-	close(c.accepted)
-	ws := i.h.cfg.WebSocket
-	c.mu.Lock()
-	c.conn, c.proto = conn, conn.Subprotocol()
-	c.initTimer = time.AfterFunc(ws.InitTimeout, func() {
-		if !c.inited.Load() {
-			c.closeWith(closeInitTimeout, "Connection initialisation timeout")
-		}
-	})
-	c.pingTimer = time.AfterFunc(ws.PingInterval, c.ping)
-	c.mu.Unlock()
-	return &wsAdapter{conn: conn, c: c, timeout: ws.WriteTimeout}, nil
-}
-
-// wsAdapter is transport.WebsocketConn over a coder/websocket connection.
-type wsAdapter struct {
-	conn    *websocket.Conn
-	c       *wsConn
-	timeout time.Duration
-}
-
-// Close closes the connection at once, unless WriteClose began the closing
-// handshake, which then closes it.
-func (a *wsAdapter) Close() error {
-	a.c.stop()
-	a.c.mu.Lock()
-	closing := a.c.closed
-	a.c.closed = true
-	a.c.mu.Unlock()
-	if closing {
-		return nil
-	}
-	return a.conn.CloseNow()
-}
-
-func (a *wsAdapter) NextReader() (int, io.Reader, error) {
-	typ, data, err := a.conn.Read(context.Background())
-	if err != nil {
-		switch websocket.CloseStatus(err) {
-		case websocket.StatusNormalClosure, websocket.StatusNoStatusRcvd, websocket.StatusGoingAway:
-			return 0, nil, transport.ErrWebsocketClosed
-		}
-		return 0, nil, err
-	}
-	return int(typ), bytes.NewReader(data), nil
-}
-
-func (a *wsAdapter) WriteJSON(v any) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
-	defer cancel()
-	// A write that times out closes the connection (coder/websocket): a
-	// client that does not read is disconnected, and whatever waited to be
-	// sent to it is released.
-	return a.conn.Write(ctx, websocket.MessageText, data)
-}
-
-func (a *wsAdapter) WriteClose(code int, reason string) error {
-	a.c.closeWith(websocket.StatusCode(code), reason)
-	return nil
-}
-
-func (a *wsAdapter) Subprotocol() string { return a.conn.Subprotocol() }
-
-func (a *wsAdapter) SetReadLimit(limit int64) { a.conn.SetReadLimit(limit) }

@@ -371,3 +371,118 @@ func TestSubscriptionOrigins(t *testing.T) {
 	}
 	conn.CloseNow()
 }
+
+// The protocol's own errors: each is answered as its subprotocol says, and
+// never with a 500 or a hang.
+func TestSubscriptionProtocol(t *testing.T) {
+	s := mustServer(t, backends()[0].open(t, nil))
+	send := func(c *wsClient, raw string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := c.conn.Write(ctx, websocket.MessageText, []byte(raw)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("graphql-transport-ws closes", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			init bool
+			msgs []string
+			want websocket.StatusCode
+		}{
+			{"not json", true, []string{`{nope`}, 4400},
+			{"unknown type", true, []string{`{"type":"start","id":"1","payload":{"query":"{ hello }"}}`}, 4400},
+			{"subscribe before init", false, []string{`{"type":"subscribe","id":"1","payload":{"query":"{ hello }"}}`}, 4401},
+			{"second init", true, []string{`{"type":"connection_init"}`}, 4429},
+			{"duplicate id", true, []string{
+				`{"type":"subscribe","id":"a","payload":{"query":"subscription { userCreated { id } }"}}`,
+				`{"type":"subscribe","id":"a","payload":{"query":"subscription { userCreated { id } }"}}`}, 4409},
+			{"init payload not an object", false, []string{`{"type":"connection_init","payload":[1]}`}, 4400},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				c := s.dial(t, "graphql-transport-ws", nil)
+				if tc.init {
+					c.init(map[string]any{"X-API-Key": s.admin})
+				}
+				for _, m := range tc.msgs {
+					send(c, m)
+				}
+				if got := c.closeStatus(); got != tc.want {
+					t.Fatalf("close status = %d, want %d", got, tc.want)
+				}
+			})
+		}
+	})
+	t.Run("graphql-ws answers with errors", func(t *testing.T) {
+		c := s.dial(t, "graphql-ws", nil)
+		send(c, `{nope`)
+		if m := c.mustRead("connection_error"); !strings.Contains(string(m.Payload), "Invalid message") {
+			t.Fatalf("connection_error %s", m.Payload)
+		}
+		send(c, `{"type":"start","id":"1","payload":{"query":"subscription { userCreated { id } }"}}`)
+		if m := c.mustRead("error"); m.ID != "1" || !strings.Contains(string(m.Payload), "connection_init") {
+			t.Fatalf("start before init: %+v %s", m, m.Payload)
+		}
+		c.init(map[string]any{"X-API-Key": s.admin})
+		c.subscribe("1", "subscription { userCreated { id } }")
+		c.subscribe("1", "subscription { userCreated { id } }")
+		if m := c.mustRead("error"); m.ID != "1" || !strings.Contains(string(m.Payload), "already exists") {
+			t.Fatalf("duplicate id: %+v %s", m, m.Payload)
+		}
+		send(c, `{"type":"connection_terminate"}`)
+		if got := c.closeStatus(); got != websocket.StatusNormalClosure {
+			t.Fatalf("close status after connection_terminate = %d, want 1000", got)
+		}
+	})
+	for i, proto := range protocols {
+		t.Run(proto+" operations", func(t *testing.T) {
+			c := s.dial(t, proto, nil)
+			c.init(map[string]any{"X-API-Key": s.admin})
+			if proto == "graphql-transport-ws" {
+				send(c, `{"type":"ping","payload":{"n":1}}`)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				_, b, err := c.conn.Read(ctx)
+				if err != nil || string(b) != `{"type":"pong","payload":{"n":1}}` {
+					t.Fatalf("ping answered %s, %v; want pong with its payload", b, err)
+				}
+			}
+			// A query is answered once, then completed.
+			c.subscribe("q", "{ hello }")
+			if m := c.next(); m.ID != "q" || !strings.Contains(string(m.Payload), `"hello"`) {
+				t.Fatalf("query result %+v %s", m, m.Payload)
+			}
+			if m := c.mustRead("complete"); m.ID != "q" {
+				t.Fatalf("complete of %q, want q", m.ID)
+			}
+			// A document that does not validate is an error of the operation.
+			c.subscribe("v", "subscription { nope }")
+			if m := c.mustRead("error"); m.ID != "v" || !strings.Contains(string(m.Payload), "nope") {
+				t.Fatalf("invalid subscription: %+v %s", m, m.Payload)
+			}
+			// The connection still serves subscriptions.
+			c.subscribe("s", "subscription { userCreated { name } }")
+			waitFor(t, "the subscriber", func() bool { return s.hub.Subscribers("userCreated") == 1 })
+			s.hub.Deliver(userEvent(70+int64(i), "Seventy")) // a new event id for each
+			if m := c.next(); m.ID != "s" || !strings.Contains(string(m.Payload), `"name":"Seventy"`) {
+				t.Fatalf("event %+v %s", m, m.Payload)
+			}
+			c.conn.Close(websocket.StatusNormalClosure, "")
+			waitFor(t, "no subscriber", func() bool { return s.hub.Subscribers("userCreated") == 0 })
+		})
+	}
+}
+
+// When the event hub closes (the service stops), each stream completes.
+func TestSubscriptionsCompleteWhenEventsEnd(t *testing.T) {
+	s := mustServer(t, backends()[0].open(t, nil))
+	c := s.dial(t, "graphql-transport-ws", nil)
+	c.init(map[string]any{"X-API-Key": s.admin})
+	c.subscribe("1", "subscription { userCreated { id } }")
+	waitFor(t, "the subscriber", func() bool { return s.hub.Subscribers("userCreated") == 1 })
+	s.hub.Close()
+	if m := c.mustRead("complete"); m.ID != "1" {
+		t.Fatalf("complete of %q, want 1", m.ID)
+	}
+}

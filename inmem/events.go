@@ -8,7 +8,7 @@ import (
 	"github.com/resourceapi/resourceapi"
 )
 
-// ErrClosed is Subscribe's error once the hub is closed.
+// ErrClosed is Listen's error once the hub is closed.
 var ErrClosed = errors.New("inmem: event hub is closed")
 
 // Hub fans events out to the subscribers of this process: it implements
@@ -36,11 +36,15 @@ type Hub struct {
 const dedupeWindow = 65536
 
 type subscriber struct {
-	ch   chan resourceapi.Event
-	once sync.Once
+	deliver func(resourceapi.Event) bool
+	ended   func()
+	once    sync.Once
 }
 
-func (s *subscriber) close() { s.once.Do(func() { close(s.ch) }) }
+// end tells the subscriber that listening ended, once. The hub calls it
+// without holding its lock, after removing the subscriber under it, so that
+// deliver is never called after it.
+func (s *subscriber) end() { s.once.Do(s.ended) }
 
 var _ resourceapi.Events = (*Hub)(nil)
 
@@ -50,16 +54,13 @@ func NewHub() *Hub {
 		order: make([]int64, dedupeWindow)}
 }
 
-// Subscribe implements resourceapi.Events.
-func (h *Hub) Subscribe(ctx context.Context, name string, buffer int) (<-chan resourceapi.Event, error) {
-	if buffer < 1 {
-		buffer = 1
-	}
-	s := &subscriber{ch: make(chan resourceapi.Event, buffer)}
+// Listen implements resourceapi.Events.
+func (h *Hub) Listen(ctx context.Context, name string, deliver func(resourceapi.Event) bool, ended func()) error {
+	s := &subscriber{deliver: deliver, ended: ended}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	set := h.subs[name]
 	if set == nil {
@@ -69,7 +70,12 @@ func (h *Hub) Subscribe(ctx context.Context, name string, buffer int) (<-chan re
 	set[s] = struct{}{}
 	h.mu.Unlock()
 	context.AfterFunc(ctx, func() { h.remove(name, s) })
-	return s.ch, nil
+	return nil
+}
+
+// Subscribe is resourceapi.Subscribe of the hub: its events as a channel.
+func (h *Hub) Subscribe(ctx context.Context, name string, buffer int) (<-chan resourceapi.Event, error) {
+	return resourceapi.Subscribe(ctx, h, name, buffer)
 }
 
 func (h *Hub) remove(name string, s *subscriber) {
@@ -81,13 +87,19 @@ func (h *Hub) remove(name string, s *subscriber) {
 		}
 	}
 	h.mu.Unlock()
-	s.close()
+	s.end()
 }
 
 // Deliver hands ev to every subscriber of its name, unless an event with its
 // ID was delivered before (within the window). It never blocks: a
-// subscriber whose buffer is full is dropped.
+// subscriber that cannot take the event is dropped.
 func (h *Hub) Deliver(ev resourceapi.Event) {
+	var dropped []*subscriber
+	defer func() {
+		for _, s := range dropped {
+			s.end()
+		}
+	}()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -102,14 +114,16 @@ func (h *Hub) Deliver(ev resourceapi.Event) {
 	h.order[h.next] = ev.ID
 	h.next = (h.next + 1) % len(h.order)
 	h.seen[ev.ID] = struct{}{}
-	for s := range h.subs[ev.Name] {
-		select {
-		case s.ch <- ev:
-		default:
-			delete(h.subs[ev.Name], s)
-			s.close()
+	set := h.subs[ev.Name]
+	for s := range set {
+		if !s.deliver(ev) {
+			delete(set, s)
+			dropped = append(dropped, s)
 			h.dropped++
 		}
+	}
+	if len(set) == 0 {
+		delete(h.subs, ev.Name)
 	}
 }
 
@@ -130,14 +144,18 @@ func (h *Hub) Dropped() int64 {
 // Close closes every subscription and refuses new ones: the service is
 // shutting down.
 func (h *Hub) Close() {
+	var ended []*subscriber
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.closed = true
 	for name, set := range h.subs {
 		for s := range set {
-			s.close()
+			ended = append(ended, s)
 		}
 		delete(h.subs, name)
+	}
+	h.mu.Unlock()
+	for _, s := range ended {
+		s.end()
 	}
 }
 

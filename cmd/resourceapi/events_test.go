@@ -102,7 +102,7 @@ func subscribe(t testing.TB, events resourceapi.Events, name string) <-chan reso
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	ch, err := events.Subscribe(ctx, name, 1000)
+	ch, err := resourceapi.Subscribe(ctx, events, name, 1000)
 	if err != nil {
 		t.Fatalf("Subscribe(%s): %v", name, err)
 	}

@@ -206,7 +206,7 @@ func TestServeEventsShutdown(t *testing.T) {
 	defer func() { testHookServing = nil }()
 	before := runtime.NumGoroutine()
 	stop := mustServe(t, kv)
-	sub, err := (<-got).Subscribe(context.Background(), "userCreated", 1)
+	sub, err := resourceapi.Subscribe(context.Background(), <-got, "userCreated", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
