@@ -24,7 +24,11 @@ engine=${1:-sqlite}
 duration=${BENCH_DURATION:-10s}
 conns=${BENCH_CONNS:-64}
 users=${BENCH_USERS:-10000}
-scenarios=${BENCH_SCENARIOS:-get,gql-get,order,order-all,list,gql-list,orders,search,create,create-order,distinct}
+# distinct measures the SQLite store's cache of pages; PostgreSQL has none, and
+# 200,000 searches that scan for a match take minutes there: not by default.
+default_scenarios=get,gql-get,order,order-all,list,gql-list,orders,search,create,create-order
+if [ "$engine" = sqlite ]; then default_scenarios+=,distinct; fi
+scenarios=${BENCH_SCENARIOS:-$default_scenarios}
 orders=${BENCH_ORDERS:-100000}
 order_users=${BENCH_ORDER_USERS:-1000}
 products=${BENCH_PRODUCTS:-1000}
