@@ -3,7 +3,6 @@ package graph
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -264,9 +263,9 @@ func (c *wsConn) init(payload json.RawMessage) {
 			return
 		}
 	}
-	ctx, err := c.h.authenticateInit(c.ctx, fields, c.client)
-	if err != nil {
-		c.closeWith(closeForbidden, err.Error())
+	ctx, refused := c.h.authenticateInit(c.ctx, fields, c.client)
+	if refused != "" {
+		c.closeWith(closeForbidden, refused)
 		return
 	}
 	c.mu.Lock()
@@ -283,8 +282,8 @@ func (c *wsConn) init(payload json.RawMessage) {
 
 // authenticateInit returns ctx with the caller of a connection_init
 // payload's credential, or of the upgrade request's when the payload has
-// none. The error says why the connection is refused.
-func (h *Handler) authenticateInit(ctx context.Context, payload map[string]any, client string) (context.Context, error) {
+// none; or else why the connection is refused, the reason of its close.
+func (h *Handler) authenticateInit(ctx context.Context, payload map[string]any, client string) (_ context.Context, refused string) {
 	var apiKey, authorization []string
 	for k, v := range payload {
 		s, ok := v.(string)
@@ -298,7 +297,7 @@ func (h *Handler) authenticateInit(ctx context.Context, payload map[string]any, 
 			authorization = append(authorization, s)
 		}
 	}
-	invalid := errors.New("Forbidden: the credential is not valid")
+	const invalid = "Forbidden: the credential is not valid"
 	if len(apiKey)+len(authorization) > 0 {
 		cred, err := resourceapi.ParseCredential(apiKey, authorization)
 		if err != nil || h.cfg.Auth == nil {
@@ -309,15 +308,15 @@ func (h *Handler) authenticateInit(ctx context.Context, payload map[string]any, 
 		if err != nil {
 			return nil, invalid
 		}
-		return resourceapi.WithCaller(resourceapi.WithCredentialError(ctx, nil), who), nil
+		return resourceapi.WithCaller(resourceapi.WithCredentialError(ctx, nil), who), ""
 	}
 	if resourceapi.CredentialErrorFrom(ctx) != nil {
 		return nil, invalid
 	}
 	if resourceapi.CallerFrom(ctx) == nil {
-		return nil, errors.New("Forbidden: a credential is required")
+		return nil, "Forbidden: a credential is required"
 	}
-	return ctx, nil
+	return ctx, ""
 }
 
 // start begins the operation of a subscribe (start) message. A
