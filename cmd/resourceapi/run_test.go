@@ -124,6 +124,14 @@ func TestMigrateWhileServing(t *testing.T) {
 // listens, and returns a function that stops it and returns what it logged.
 func mustServe(t *testing.T, kv map[string]string) (stop func() string) {
 	t.Helper()
+	stop, _ = mustServeOutput(t, kv)
+	return stop
+}
+
+// mustServeOutput is mustServe that also returns what serve has written to
+// stderr so far.
+func mustServeOutput(t *testing.T, kv map[string]string) (stop, output func() string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var errOut syncBuffer
 	done := make(chan error, 1)
@@ -147,7 +155,7 @@ func mustServe(t *testing.T, kv map[string]string) (stop func() string) {
 		return errOut.String()
 	}
 	t.Cleanup(func() { stop() })
-	return stop
+	return stop, errOut.String
 }
 
 // TestServeBootstrapAndShutdown starts the server in-process twice on one
