@@ -3,6 +3,9 @@ package graph_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -485,4 +488,95 @@ func TestSubscriptionsCompleteWhenEventsEnd(t *testing.T) {
 	if m := c.mustRead("complete"); m.ID != "1" {
 		t.Fatalf("complete of %q, want 1", m.ID)
 	}
+}
+
+// Keep-alive: the server pings every PingInterval; a client that answers
+// (coder/websocket answers while it reads) stays connected, graphql-ws
+// clients also get "ka" messages, and a client that never answers is
+// closed with 1001.
+func TestSubscriptionKeepAlive(t *testing.T) {
+	s := mustServer(t, backends()[0].open(t, nil), func(o *graph.Options, _ *rhttp.Config) {
+		o.WebSocket.PingInterval = 300 * time.Millisecond
+	})
+	t.Run("answered", func(t *testing.T) {
+		c := s.dial(t, "graphql-transport-ws", nil)
+		c.init(map[string]any{"X-API-Key": s.admin})
+		// The reply comes after several intervals, while the client reads
+		// (and so answers the pings).
+		go func() {
+			time.Sleep(time.Second)
+			b, _ := json.Marshal(map[string]any{"query": "{ hello }"})
+			c.conn.Write(context.Background(), websocket.MessageText, mustJSON(wsMessage{ID: "q", Type: "subscribe", Payload: b}))
+		}()
+		if m := c.next(); m.ID != "q" {
+			t.Fatalf("message %+v, want the answer to q", m)
+		}
+	})
+	t.Run("graphql-ws ka", func(t *testing.T) {
+		c := s.dial(t, "graphql-ws", nil)
+		c.init(map[string]any{"X-API-Key": s.admin})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for ka := 0; ka < 3; {
+			_, b, err := c.conn.Read(ctx)
+			if err != nil {
+				t.Fatalf("after %d ka messages: %v", ka, err)
+			}
+			if string(b) == `{"type":"ka"}` {
+				ka++
+			}
+		}
+	})
+	t.Run("unanswered", func(t *testing.T) {
+		// A raw connection that never reads after the handshake cannot
+		// answer a ping, whatever the timing.
+		conn, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "GET /graphql HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+			"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"+
+			"Sec-WebSocket-Protocol: graphql-transport-ws\r\nX-Api-Key: %s\r\n\r\n", s.admin)
+		conn.Write(clientFrame([]byte(`{"type":"connection_init"}`)))
+		conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		all, _ := io.ReadAll(conn) // until the server gives up and closes
+		_, frames, ok := strings.Cut(string(all), "\r\n\r\n")
+		if !ok || !strings.HasPrefix(string(all), "HTTP/1.1 101") {
+			t.Fatalf("handshake answered %q", all)
+		}
+		var closeCode int
+		for b := []byte(frames); len(b) >= 2; {
+			op, n := b[0]&0x0f, int(b[1]&0x7f)
+			b = b[2:]
+			if n == 126 {
+				n, b = int(b[0])<<8|int(b[1]), b[2:]
+			}
+			if op == 0x8 && n >= 2 {
+				closeCode = int(b[0])<<8 | int(b[1])
+			}
+			b = b[min(n, len(b)):]
+		}
+		if closeCode != int(websocket.StatusGoingAway) {
+			t.Fatalf("close code %d, want 1001; frames %q", closeCode, frames)
+		}
+	})
+}
+
+// clientFrame is a masked text frame of a short payload, as a client sends.
+func clientFrame(payload []byte) []byte {
+	mask := []byte{1, 2, 3, 4}
+	f := append([]byte{0x81, 0x80 | byte(len(payload))}, mask...)
+	for i, c := range payload {
+		f = append(f, c^mask[i%4])
+	}
+	return f
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
