@@ -119,6 +119,8 @@ type Handler struct {
 	assets http.Handler
 	users  *usersCache // nil: no users cache (see usercache.go)
 	conns  wsConns     // open subscription connections
+	// renders shares renderings of events among subscriptions.
+	renders renders
 }
 
 //go:embed schema/*.graphqls

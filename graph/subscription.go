@@ -47,7 +47,7 @@ func subscribe[T any](ctx context.Context, h *Handler, res *resourceapi.Resource
 	err = h.cfg.Events.Listen(ctx, name, func(ev resourceapi.Event) bool {
 		select {
 		case out <- conv(ev.Record):
-			sub.ready()
+			sub.ready(ev.ID)
 			return true
 		default:
 			dropped = true
@@ -61,7 +61,7 @@ func subscribe[T any](ctx context.Context, h *Handler, res *resourceapi.Resource
 		case dropped:
 			sub.c.closeWith(closeTooSlow, "Subscriber fell behind; reconnect")
 		default: // the service is shutting down: the stream ends
-			sub.ready()
+			sub.ready(0)
 		}
 	})
 	if err != nil {
@@ -70,6 +70,7 @@ func subscribe[T any](ctx context.Context, h *Handler, res *resourceapi.Resource
 	}
 	sub.c.mu.Lock()
 	sub.listening = true
+	sub.skip = func() { <-out }
 	sub.c.mu.Unlock()
 	return out, nil
 }

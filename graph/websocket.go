@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -118,11 +119,13 @@ type wsConn struct {
 	mu     sync.Mutex
 	inited bool
 	// opCtx is the context of the connection's operations once
-	// connection_init is accepted: ctx with the caller.
+	// connection_init is accepted: ctx with the caller; caller is the
+	// caller's callerKey.
 	opCtx     context.Context
+	caller    string
 	subs      map[string]*wsSub // active operations by id
 	counted   int               // subscriptions counted against the cap
-	queue     []*wsSub          // one entry per event waiting to be sent
+	queue     []wsPending       // one entry per event waiting to be sent
 	writing   bool              // a writer goroutine is draining queue
 	closed    bool
 	initTimer *time.Timer
@@ -138,12 +141,25 @@ type wsSub struct {
 	// responses is gqlgen's handler of the operation; for a subscription
 	// each call turns the next buffered event into a response.
 	responses graphql.ResponseHandler
+	// doc identifies the operation (document, operation name and
+	// variables) for sharing renderings (see renders).
+	doc string
+	// skip drops the next buffered event, which another subscription
+	// rendered for this one.
+	skip func()
 	// Guarded by c.mu: listening is set by the resolver once it has
 	// registered with the hub; armed once responses is in place, and early
-	// counts the events that arrived before.
+	// holds the events that arrived before.
 	listening bool
 	armed     bool
-	early     int
+	early     []int64
+}
+
+// wsPending is an event of a subscription waiting to be sent: its id, or 0
+// for the end of the stream.
+type wsPending struct {
+	s     *wsSub
+	event int64
 }
 
 type wsSubKey struct{}
@@ -269,7 +285,7 @@ func (c *wsConn) init(payload json.RawMessage) {
 		return
 	}
 	c.mu.Lock()
-	c.inited, c.opCtx = true, ctx
+	c.inited, c.opCtx, c.caller = true, ctx, callerKey(resourceapi.CallerFrom(ctx))
 	if c.initTimer != nil {
 		c.initTimer.Stop()
 	}
@@ -368,7 +384,7 @@ func (c *wsConn) start(m wsMessage) {
 		return
 	}
 
-	s := &wsSub{c: c, id: m.ID}
+	s := &wsSub{c: c, id: m.ID, doc: operationKey(params)}
 	s.ctx, s.cancel = context.WithCancel(graphql.WithOperationContext(ctx, rc))
 	c.mu.Lock()
 	c.subs[m.ID] = s
@@ -400,7 +416,7 @@ func (c *wsConn) start(m wsMessage) {
 	s.responses, s.ctx = responses, rctx
 	s.armed = true
 	early, listening := s.early, s.listening
-	s.early = 0
+	s.early = nil
 	c.mu.Unlock()
 	if !listening {
 		if resp := responses(rctx); resp != nil {
@@ -409,9 +425,16 @@ func (c *wsConn) start(m wsMessage) {
 		c.finish(s)
 		return
 	}
-	for range early {
-		s.ready()
+	for _, event := range early {
+		s.ready(event)
 	}
+}
+
+// operationKey identifies what an operation renders: its document,
+// operation name and variables (as canonical JSON).
+func operationKey(p *graphql.RawParams) string {
+	vars, _ := json.Marshal(p.Variables) // decoded from JSON, so it encodes
+	return p.Query + "\x00" + p.OperationName + "\x00" + string(vars)
 }
 
 // recover turns a panic of an operation into its error, and ends it.
@@ -460,10 +483,10 @@ func (c *wsConn) finish(s *wsSub) {
 	s.cancel()
 }
 
-// ready queues one event of s to be sent, and starts the connection's
-// writer unless it is running. It is called from the hub's delivery, so
-// it never blocks.
-func (s *wsSub) ready() {
+// ready queues the event of s with id event (0: the end of the stream) to
+// be sent, and starts the connection's writer unless it is running. It is
+// called from the hub's delivery, so it never blocks.
+func (s *wsSub) ready(event int64) {
 	c := s.c
 	c.mu.Lock()
 	if c.closed {
@@ -471,11 +494,11 @@ func (s *wsSub) ready() {
 		return
 	}
 	if !s.armed {
-		s.early++
+		s.early = append(s.early, event)
 		c.mu.Unlock()
 		return
 	}
-	c.queue = append(c.queue, s)
+	c.queue = append(c.queue, wsPending{s, event})
 	start := !c.writing
 	c.writing = true
 	c.mu.Unlock()
@@ -496,24 +519,113 @@ func (c *wsConn) flush() {
 			return
 		}
 		c.mu.Unlock()
-		for _, s := range queue {
-			c.next(s)
+		for _, p := range queue {
+			c.next(p.s, p.event)
 		}
 	}
 }
 
 // next sends the next event of s, or completes s when its stream ended.
-func (c *wsConn) next(s *wsSub) {
+// The rendering of an event is shared with the connection's and other
+// connections' subscriptions that render it identically (see renders).
+func (c *wsConn) next(s *wsSub, event int64) {
 	if s.ctx.Err() != nil {
 		return
 	}
 	defer c.recover(s)
+	if event != 0 && c.caller != "" && s.skip != nil {
+		r := c.h.renders.get(renderKey{event: event, doc: s.doc, caller: c.caller})
+		mine := false
+		r.once.Do(func() {
+			mine = true
+			if resp := s.responses(s.ctx); resp != nil {
+				r.payload, r.err = json.Marshal(resp)
+				r.ok = r.err == nil
+			}
+		})
+		if r.ok {
+			if !mine {
+				s.skip()
+			}
+			c.writeMessage(s.id, r.payload)
+			return
+		}
+		if mine {
+			c.finish(s) // its stream ended, or the rendering failed
+			return
+		}
+	}
 	resp := s.responses(s.ctx)
 	if resp == nil {
 		c.finish(s)
 		return
 	}
 	c.writeResponse(s.id, resp)
+}
+
+// renders shares the rendering of an event among subscriptions: the
+// subscriptions of the same operation (document, operation name and
+// variables) by the same caller (user, name, roles and permissions:
+// everything the rule layer decides by) receive the same bytes, so an event
+// that reaches many of them (one service account's subscribers, one user's
+// tabs) is rendered once. The first to get there renders it; the others
+// wait for it. It keeps the last maxRenders renderings.
+type renders struct {
+	mu    sync.Mutex
+	m     map[renderKey]*rendering
+	order []renderKey // insertion order, a ring of maxRenders
+	next  int
+}
+
+const maxRenders = 4096
+
+type renderKey struct {
+	event       int64
+	doc, caller string
+}
+
+type rendering struct {
+	once    sync.Once
+	payload []byte
+	ok      bool
+	err     error
+}
+
+func (rs *renders) get(k renderKey) *rendering {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if r, ok := rs.m[k]; ok {
+		return r
+	}
+	if rs.m == nil {
+		rs.m = make(map[renderKey]*rendering)
+		rs.order = make([]renderKey, maxRenders)
+	}
+	if old := rs.order[rs.next]; old != (renderKey{}) {
+		delete(rs.m, old)
+	}
+	r := &rendering{}
+	rs.m[k], rs.order[rs.next] = r, k
+	rs.next = (rs.next + 1) % maxRenders
+	return r
+}
+
+// callerKey identifies a caller for renders: two callers with the same key
+// are decided alike by the rule layer.
+func callerKey(c *resourceapi.Caller) string {
+	if c == nil {
+		return ""
+	}
+	perms := make([]string, 0, len(c.Permissions))
+	for p, ok := range c.Permissions {
+		if ok {
+			perms = append(perms, string(p))
+		}
+	}
+	slices.Sort(perms)
+	roles := slices.Sorted(slices.Values(c.Roles))
+	b, _ := json.Marshal([]any{c.UserID, c.Name, roles, perms})
+	return string(b)
 }
 
 // acquire counts a subscription against the connection's cap, and returns
@@ -545,11 +657,16 @@ func (c *wsConn) writeResponse(id string, resp *graphql.Response) {
 		c.h.logger.Error("graphql: encoding a subscription response", "err", err)
 		return
 	}
+	c.writeMessage(id, b)
+}
+
+// writeMessage sends an encoded result of operation id.
+func (c *wsConn) writeMessage(id string, payload []byte) {
 	typ := "next"
 	if c.legacy {
 		typ = "data"
 	}
-	c.write(wsMessage{ID: id, Type: typ, Payload: b})
+	c.write(wsMessage{ID: id, Type: typ, Payload: payload})
 }
 
 // writeErrors sends a message of type typ whose payload is errs.

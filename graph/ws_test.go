@@ -464,7 +464,10 @@ func TestSubscriptionProtocol(t *testing.T) {
 			if m := c.mustRead("error"); m.ID != "v" || !strings.Contains(string(m.Payload), "nope") {
 				t.Fatalf("invalid subscription: %+v %s", m, m.Payload)
 			}
-			// The connection still serves subscriptions.
+			// The connection still serves subscriptions. (Connections of the
+			// subtests before end asynchronously: wait for their
+			// subscriptions to go, so that the count below is this one's.)
+			waitFor(t, "no subscriber", func() bool { return s.hub.Subscribers("userCreated") == 0 })
 			c.subscribe("s", "subscription { userCreated { name } }")
 			waitFor(t, "the subscriber", func() bool { return s.hub.Subscribers("userCreated") == 1 })
 			s.hub.Deliver(userEvent(70+int64(i), "Seventy")) // a new event id for each
@@ -579,4 +582,38 @@ func mustJSON(v any) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// Subscriptions of one operation by one caller share each event's
+// rendering; another caller's, which the rules decide otherwise, is
+// rendered for that caller.
+func TestSubscriptionRenderingsPerCaller(t *testing.T) {
+	s := mustServer(t, backends()[0].open(t, nil))
+	ctx := context.Background()
+	u, err := s.service.Create(ctx, resourceapi.SystemCaller(), resourceapi.Users, 0, resourceapi.Record{
+		"name": "Reader", "email": "reader@test.example", "roles": []string{}, "permissions": []string{"users:read"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := s.service.Create(ctx, resourceapi.SystemCaller(), resourceapi.APIKeys, 0, resourceapi.Record{"user_id": u.ID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const doc = "subscription { userCreated { name posts { id } } }"
+	var clients []*wsClient
+	for _, key := range []string{s.admin, s.admin, k["key"].(string)} {
+		c := s.dial(t, "graphql-transport-ws", nil)
+		c.init(map[string]any{"X-API-Key": key})
+		c.subscribe("1", doc)
+		clients = append(clients, c)
+	}
+	waitFor(t, "three subscribers", func() bool { return s.hub.Subscribers("userCreated") == 3 })
+	s.hub.Deliver(userEvent(90, "Ninety"))
+	a, b, r := clients[0].next(), clients[1].next(), clients[2].next()
+	if string(a.Payload) != string(b.Payload) || !strings.Contains(string(a.Payload), `"name":"Ninety","posts":[]`) {
+		t.Fatalf("the admin's subscribers got %s and %s, want the same event with its posts", a.Payload, b.Payload)
+	}
+	if !strings.Contains(string(r.Payload), "posts:read") || strings.Contains(string(r.Payload), `"posts":[]`) {
+		t.Fatalf("a subscriber without posts:read got %s, want the posts refused", r.Payload)
+	}
 }
