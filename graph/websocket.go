@@ -335,10 +335,10 @@ func (h *Handler) authenticateInit(ctx context.Context, payload map[string]any, 
 	return ctx, ""
 }
 
-// start begins the operation of a subscribe (start) message. A
-// subscription's resolver registers with the event hub through the
-// operation's context; a query or mutation runs in a goroutine of its own
-// and completes.
+// start begins the subscription of a subscribe (start) message: its
+// resolver registers with the event hub through the operation's context.
+// Queries and mutations are refused: they go over HTTP, where the rate
+// limit counts them.
 func (c *wsConn) start(m wsMessage) {
 	c.mu.Lock()
 	inited, opCtx := c.inited, c.opCtx
@@ -384,22 +384,19 @@ func (c *wsConn) start(m wsMessage) {
 		return
 	}
 
+	if rc.Operation.Operation != ast.Subscription {
+		// Over HTTP, each query and mutation passes the rate limit; over
+		// a socket nothing would count them.
+		c.writeErrors("error", m.ID, &gqlerror.Error{
+			Message:    "Only subscriptions are served over the WebSocket; send queries and mutations to POST /graphql",
+			Extensions: map[string]any{"code": codeBadRequest}})
+		return
+	}
 	s := &wsSub{c: c, id: m.ID, doc: operationKey(params)}
 	s.ctx, s.cancel = context.WithCancel(graphql.WithOperationContext(ctx, rc))
 	c.mu.Lock()
 	c.subs[m.ID] = s
 	c.mu.Unlock()
-	if rc.Operation.Operation != ast.Subscription {
-		go func() {
-			defer c.recover(s)
-			responses, ctx := c.exec.DispatchOperation(s.ctx, rc)
-			if resp := responses(ctx); resp != nil {
-				c.writeResponse(s.id, resp)
-			}
-			c.finish(s)
-		}()
-		return
-	}
 	// The resolver runs here and registers with the hub (s.listening); one
 	// that fails leaves a one-shot handler of its errors. Events that arrive
 	// before the handler is in place wait for it (s.early).
