@@ -531,15 +531,20 @@ func (c *wsConn) next(s *wsSub, event int64) {
 	}
 	defer c.recover(s)
 	if event != 0 && c.caller != "" && s.skip != nil {
-		r := c.h.renders.get(renderKey{event: event, doc: s.doc, caller: c.caller})
+		k := renderKey{event: event, doc: s.doc, caller: c.caller}
+		r := c.h.renders.get(k)
 		mine := false
 		r.once.Do(func() {
 			mine = true
 			if resp := s.responses(s.ctx); resp != nil {
-				r.payload, r.err = json.Marshal(resp)
-				r.ok = r.err == nil
+				var err error
+				r.payload, err = json.Marshal(resp)
+				r.ok = err == nil
 			}
 		})
+		if mine && r.ok {
+			c.h.renders.sized(k, r)
+		}
 		if r.ok {
 			if !mine {
 				s.skip()
@@ -566,15 +571,21 @@ func (c *wsConn) next(s *wsSub, event int64) {
 // everything the rule layer decides by) receive the same bytes, so an event
 // that reaches many of them (one service account's subscribers, one user's
 // tabs) is rendered once. The first to get there renders it; the others
-// wait for it. It keeps the last maxRenders renderings.
+// wait for it. It keeps the last maxRenders renderings, and at most
+// maxRenderBytes of them: a rendering dropped while others still need it is
+// rendered again by the next, never lost.
 type renders struct {
 	mu    sync.Mutex
 	m     map[renderKey]*rendering
 	order []renderKey // insertion order, a ring of maxRenders
-	next  int
+	next  int         // the oldest slot of order, the next to reuse
+	bytes int64       // the sizes of the renderings in m
 }
 
-const maxRenders = 4096
+const (
+	maxRenders     = 4096
+	maxRenderBytes = 16 << 20
+)
 
 type renderKey struct {
 	event       int64
@@ -585,7 +596,7 @@ type rendering struct {
 	once    sync.Once
 	payload []byte
 	ok      bool
-	err     error
+	size    int64 // guarded by renders.mu, set by sized
 }
 
 func (rs *renders) get(k renderKey) *rendering {
@@ -598,13 +609,39 @@ func (rs *renders) get(k renderKey) *rendering {
 		rs.m = make(map[renderKey]*rendering)
 		rs.order = make([]renderKey, maxRenders)
 	}
-	if old := rs.order[rs.next]; old != (renderKey{}) {
-		delete(rs.m, old)
-	}
+	rs.drop(rs.next)
 	r := &rendering{}
 	rs.m[k], rs.order[rs.next] = r, k
 	rs.next = (rs.next + 1) % maxRenders
 	return r
+}
+
+// sized records the size of r, rendered under k, and drops the oldest
+// renderings while they hold more than maxRenderBytes.
+func (rs *renders) sized(k renderKey, r *rendering) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.m[k] != r {
+		return // dropped already
+	}
+	r.size = int64(len(r.payload))
+	rs.bytes += r.size
+	for i := 0; rs.bytes > maxRenderBytes && i < maxRenders; i++ {
+		rs.drop((rs.next + i) % maxRenders)
+	}
+}
+
+// drop forgets the rendering in slot i of the ring.
+func (rs *renders) drop(i int) {
+	k := rs.order[i]
+	if k == (renderKey{}) {
+		return
+	}
+	if r := rs.m[k]; r != nil {
+		rs.bytes -= r.size
+		delete(rs.m, k)
+	}
+	rs.order[i] = renderKey{}
 }
 
 // callerKey identifies a caller for renders: two callers with the same key

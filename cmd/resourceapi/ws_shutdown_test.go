@@ -50,15 +50,16 @@ func TestServeShutdownWithSubscribers(t *testing.T) {
 		t.Fatalf("connection_init answered %v, %v", m, err)
 	}
 	send(`{"type":"subscribe","id":"1","payload":{"query":"subscription { userCreated { id } }"}}`)
-	// A query on the same connection is answered after the subscribe
-	// message has been handled (the reader takes messages in order).
+	// A query on the same connection is refused (queries go over HTTP)
+	// after the subscribe message has been handled: the reader takes
+	// messages in order.
 	send(`{"type":"subscribe","id":"2","payload":{"query":"{ hello }"}}`)
 	for {
 		m, err := read()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m["type"] == "complete" && m["id"] == "2" {
+		if m["type"] == "error" && m["id"] == "2" {
 			break
 		}
 	}
