@@ -85,3 +85,30 @@ ratio() {
 			'BEGIN { printf "== %s vs %s: %.0f vs %.0f req/s (%.0f%%", x, y, a, b, 100 * a / b; if (t) printf ", target %d%%", t; print ")" }'
 	fi
 }
+
+# start_server BINARY starts resourceapi serve from BINARY on a free loopback
+# port with the database of new_db ($dburl), a known first admin
+# ($admin_email, $admin_password) and rate limiting off unless
+# RESOURCEAPI_RATE_LIMIT says otherwise (a run would otherwise measure 429s);
+# the access log stays at the server's default, as in production, but goes
+# to $work/server.log. It sets server_pid and base, and exits the script if
+# the server does not start.
+start_server() {
+	port=$(free_port)
+	admin_email=admin@bench.example
+	admin_password=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
+	echo "== $(basename "$1") on 127.0.0.1:$port, $engine, log $work/server.log"
+	RESOURCEAPI_ADDR=127.0.0.1:$port \
+		RESOURCEAPI_DATABASE_URL=$dburl \
+		RESOURCEAPI_ADMIN_EMAIL=$admin_email \
+		RESOURCEAPI_ADMIN_PASSWORD=$admin_password \
+		RESOURCEAPI_RATE_LIMIT=${RESOURCEAPI_RATE_LIMIT:-0} \
+		"$1" serve >"$work/server.log" 2>&1 &
+	server_pid=$!
+	if ! wait_listening "$server_pid" "$port"; then
+		echo "resourceapi did not start:" >&2
+		cat "$work/server.log" >&2
+		exit 1
+	fi
+	base=http://127.0.0.1:$port
+}

@@ -62,25 +62,7 @@ if ! new_db "$engine"; then
 	exit 2
 fi
 
-port=$(free_port)
-admin_email=admin@bench.example
-admin_password=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
-echo "== resourceapi on 127.0.0.1:$port, $engine, log $work/server.log"
-# Rate limiting would turn the run into a measurement of 429s; the access log
-# stays at the server's default, as in production, but goes to a file.
-RESOURCEAPI_ADDR=127.0.0.1:$port \
-	RESOURCEAPI_DATABASE_URL=$dburl \
-	RESOURCEAPI_ADMIN_EMAIL=$admin_email \
-	RESOURCEAPI_ADMIN_PASSWORD=$admin_password \
-	RESOURCEAPI_RATE_LIMIT=${RESOURCEAPI_RATE_LIMIT:-0} \
-	/tmp/resourceapi-bench serve >"$work/server.log" 2>&1 &
-server_pid=$!
-if ! wait_listening "$server_pid" "$port"; then
-	echo "resourceapi did not start:" >&2
-	cat "$work/server.log" >&2
-	exit 1
-fi
-base=http://127.0.0.1:$port
+start_server /tmp/resourceapi-bench
 
 # Credentials: none while the server has no authentication. Once it has, an
 # API key made with the CLI is preferred; HTTP Basic is the fallback, and its
