@@ -36,6 +36,12 @@ type Account struct {
 	// Permissions are the user's effective permissions: those their roles
 	// grant, as the database defines the roles, and those granted directly.
 	Permissions []Permission
+	// Cached says the account comes from a cache that other processes'
+	// writes do not reach (see IdentityVersioner), as it was at identity
+	// Version; a store returns such an account only when
+	// CachedAccountsAllowed.
+	Cached  bool
+	Version int64
 
 	caller *Caller // built once by NewAccount; read-only
 }
@@ -242,14 +248,21 @@ func NewAuthenticator(cfg AuthConfig) (*Authenticator, error) {
 // same CodeInvalidToken error; too many failed passwords for an account is
 // CodeRateLimited.
 func (a *Authenticator) Authenticate(ctx context.Context, cred Credential) (*Caller, error) {
-	var acct Account
-	var err error
+	acct, err := a.account(ctx, cred)
+	if err != nil {
+		return nil, err
+	}
+	return acct.Caller(), nil
+}
+
+// account returns the account a credential proves (see Authenticate).
+func (a *Authenticator) account(ctx context.Context, cred Credential) (acct Account, err error) {
 	switch cred.Scheme {
 	case SchemeNone:
-		return nil, errUnauthenticated
+		return Account{}, errUnauthenticated
 	case SchemeAPIKey:
 		if !LooksLikeAPIKey(cred.Secret) {
-			return nil, errInvalidCredential
+			return Account{}, errInvalidCredential
 		}
 		acct, err = a.store.AccountByAPIKey(ctx, HashToken(cred.Secret))
 	case SchemeBearer:
@@ -257,15 +270,19 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred Credential) (*Cal
 	case SchemeBasic:
 		acct, err = a.password(ctx, cred.Email, cred.Password, cred.Client)
 	default:
-		return nil, errInvalidCredential
+		return Account{}, errInvalidCredential
 	}
 	if err != nil {
-		return nil, a.invalid(err)
+		return Account{}, a.invalid(err)
 	}
 	if acct.User.Bool("deleted") {
-		return nil, errInvalidCredential
+		if acct.Cached {
+			// Refuse only on what the database says now.
+			return a.account(uncachedAccounts(ctx), cred)
+		}
+		return Account{}, errInvalidCredential
 	}
-	return acct.Caller(), nil
+	return acct, nil
 }
 
 // Login checks an email and password (the OAuth password grant, the sign-in
@@ -347,7 +364,10 @@ func (a *Authenticator) password(ctx context.Context, email, password, client st
 	if err := a.throttled(ctx, email, client); err != nil {
 		return Account{}, err
 	}
-	acct, err := a.store.AccountByEmail(ctx, email)
+	// The hash verified is the stored one, never a cached account's, so
+	// that a refusal is the database's answer (and a verification costs far
+	// more than reading it).
+	acct, err := a.store.AccountByEmail(uncachedAccounts(ctx), email)
 	hash := acct.PasswordHash
 	switch {
 	case err != nil && ErrorCode(err) != CodeNotFound:

@@ -29,6 +29,10 @@ type BatchStore interface {
 // checked once and the store reads every record in one query.
 func (s *Service) GetEach(ctx context.Context, c *Caller, res *Resource, ids []int64) (recs []Record, errs []error) {
 	recs = make([]Record, len(ids))
+	c, err := current(ctx, c)
+	if err != nil {
+		return recs, fill(len(ids), err)
+	}
 	a, err := s.permit(c, res, OpRead)
 	if err != nil {
 		return recs, fill(len(ids), err)
@@ -92,6 +96,10 @@ func (s *Service) ListEach(ctx context.Context, c *Caller, res *Resource, parent
 	lists = make([][]Record, len(parents))
 	if res.Parent == "" {
 		return lists, fill(len(parents), fmt.Errorf("list each %s: the resource has no parent", res.Name))
+	}
+	c, err := current(ctx, c)
+	if err != nil {
+		return lists, fill(len(parents), err)
 	}
 	a, err := s.permit(c, res, OpRead)
 	if err != nil {
@@ -169,7 +177,8 @@ func (s *Service) listEach(ctx context.Context, res *Resource, parents []int64, 
 // private resource). Otherwise it returns the error the operation would
 // (CodeUnauthenticated without a caller, CodeForbidden). It is for what acts
 // on records not yet written, such as a subscription to the events of
-// records created later.
+// records created later. c must not be provisional (AuthenticateRead):
+// the caller of a transport that has no reads to confirm it with.
 func (s *Service) Authorize(c *Caller, res *Resource, op Op) error {
 	a, err := s.permit(c, res, op)
 	if err != nil {

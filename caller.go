@@ -70,6 +70,10 @@ type Caller struct {
 	Name        string
 	Roles       []string
 	Permissions map[Permission]bool
+
+	// provisional is set on a caller authenticated from a cached account
+	// (AuthenticateRead), which the Service confirms before it answers.
+	provisional *provisional
 }
 
 // Can reports whether the caller holds permission p, itself or through a

@@ -105,7 +105,15 @@ func (o Op) verb() string {
 // List returns one page of res's records matching q, within the parent's
 // records when parent is not 0 (a nested collection). On a resource whose
 // records are private, a caller who is not an admin sees only their own.
-func (s *Service) List(ctx context.Context, c *Caller, res *Resource, parent int64, q ListQuery) (Page, error) {
+func (s *Service) List(ctx context.Context, c *Caller, res *Resource, parent int64, q ListQuery) (page Page, err error) {
+	err = s.read(ctx, c, func(ctx context.Context, c *Caller) error {
+		page, err = s.list(ctx, c, res, parent, q)
+		return err
+	})
+	return page, err
+}
+
+func (s *Service) list(ctx context.Context, c *Caller, res *Resource, parent int64, q ListQuery) (Page, error) {
 	a, err := s.permit(c, res, OpRead)
 	if err != nil {
 		return Page{}, err
@@ -144,7 +152,15 @@ func (s *Service) requireParent(ctx context.Context, c *Caller, res *Resource, p
 }
 
 // Get returns one record.
-func (s *Service) Get(ctx context.Context, c *Caller, res *Resource, item Item) (Record, error) {
+func (s *Service) Get(ctx context.Context, c *Caller, res *Resource, item Item) (rec Record, err error) {
+	err = s.read(ctx, c, func(ctx context.Context, c *Caller) error {
+		rec, err = s.get(ctx, c, res, item)
+		return err
+	})
+	return rec, err
+}
+
+func (s *Service) get(ctx context.Context, c *Caller, res *Resource, item Item) (Record, error) {
 	a, err := s.permit(c, res, OpRead)
 	if err != nil {
 		return nil, err
@@ -163,6 +179,10 @@ func (s *Service) Get(ctx context.Context, c *Caller, res *Resource, item Item) 
 // parent's records when parent is not 0. The record returned carries, once,
 // the plain value of every secret the service generated for it (an API key).
 func (s *Service) Create(ctx context.Context, c *Caller, res *Resource, parent int64, rec Record) (_ Record, err error) {
+	c, err = current(ctx, c)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := s.permit(c, res, OpCreate); err != nil {
 		return nil, err
 	}
@@ -222,6 +242,10 @@ func (s *Service) CreateFirst(ctx context.Context, c *Caller, res *Resource, rec
 	if !ok {
 		return nil, false, fmt.Errorf("create first %s: the store cannot", res.Singular)
 	}
+	c, err := current(ctx, c)
+	if err != nil {
+		return nil, false, err
+	}
 	if _, err := s.permit(c, res, OpCreate); err != nil {
 		return nil, false, err
 	}
@@ -239,6 +263,10 @@ func (s *Service) CreateFirst(ctx context.Context, c *Caller, res *Resource, rec
 // precondition (If-Match), checked inside the write transaction after the
 // rules.
 func (s *Service) Replace(ctx context.Context, c *Caller, res *Resource, item Item, rec Record, cond Condition) (_ Record, created bool, _ error) {
+	c, err := current(ctx, c)
+	if err != nil {
+		return nil, false, err
+	}
 	a, err := s.permit(c, res, OpReplace)
 	if err != nil {
 		return nil, false, err
@@ -263,6 +291,10 @@ func (s *Service) Replace(ctx context.Context, c *Caller, res *Resource, item It
 // Update changes the fields present in patch of record item.ID. cond is as
 // for Replace.
 func (s *Service) Update(ctx context.Context, c *Caller, res *Resource, item Item, patch Record, cond Condition) (Record, error) {
+	c, err := current(ctx, c)
+	if err != nil {
+		return nil, err
+	}
 	a, err := s.permit(c, res, OpUpdate)
 	if err != nil {
 		return nil, err
@@ -282,6 +314,10 @@ func (s *Service) Update(ctx context.Context, c *Caller, res *Resource, item Ite
 // Delete removes record item.ID and everything that belongs to it. cond is as
 // for Replace.
 func (s *Service) Delete(ctx context.Context, c *Caller, res *Resource, item Item, cond Condition) error {
+	c, err := current(ctx, c)
+	if err != nil {
+		return err
+	}
 	a, err := s.permit(c, res, OpDelete)
 	if err != nil {
 		return err
@@ -495,7 +531,8 @@ func isReferenceError(err error, field string) bool {
 
 // RequireAdmin returns nil when c is an admin, CodeUnauthenticated without a
 // caller, and CodeForbidden "Admin access required" for anyone else: the rule
-// of what only administrators may see (GraphQL's adminData).
+// of what only administrators may see (GraphQL's adminData). c must not be
+// provisional, as for Authorize.
 func (s *Service) RequireAdmin(c *Caller) error {
 	if c == nil {
 		return errUnauthenticated

@@ -127,3 +127,7 @@ func (dialect) ForeignKey(err error) bool {
 
 // SkipLocked lets the relays of several instances claim distinct events.
 func (dialect) SkipLocked() string { return " FOR UPDATE SKIP LOCKED" }
+
+// IdentityVersion reads the identity_version row, which triggers move on
+// with every change of a user, an API key or a role (migration 00007).
+func (dialect) IdentityVersion() string { return "(SELECT version FROM identity_version)" }

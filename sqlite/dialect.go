@@ -168,3 +168,7 @@ func (dialect) ForeignKey(err error) bool {
 // SkipLocked is empty: one process serves a SQLite file, and its relay is
 // the only one.
 func (dialect) SkipLocked() string { return "" }
+
+// IdentityVersion is none: the record cache sees every commit to the file,
+// this process's and others', so accounts are cached with records.
+func (dialect) IdentityVersion() string { return "" }

@@ -24,7 +24,8 @@ var _ resourceapi.IdentityStore = (*Store)(nil)
 // them all), and which user a key belongs to as a value of api_keys (any
 // write of a key drops them all); roles change only by another process's
 // commit, which drops everything. So authenticating a repeated caller costs
-// no query, and is never stale.
+// no query, and is never stale. On PostgreSQL, accounts have a cache of
+// their own, confirmed by the reads of the request (accounts.go).
 
 // AccountByID implements resourceapi.IdentityStore.
 func (s *Store) AccountByID(ctx context.Context, id int64) (resourceapi.Account, error) {
@@ -48,6 +49,11 @@ func (s *Store) AccountByAPIKey(ctx context.Context, keyHash string) (resourceap
 		return resourceapi.Account{}, err
 	}
 	key := "\x00key user " + keyHash
+	if s.accounts != nil {
+		return s.accounts.account(ctx, "key "+keyHash, func() (resourceapi.Account, error) {
+			return s.account(ctx, "k.key_hash = "+s.dialect.Placeholder(1), " JOIN api_keys k ON k.user_id = u.id", keyHash)
+		})
+	}
 	v, ok, fill := s.cache.value(resourceapi.APIKeys, key)
 	if ok {
 		return s.AccountByID(ctx, v.(int64))
@@ -64,6 +70,9 @@ func (s *Store) AccountByAPIKey(ctx context.Context, keyHash string) (resourceap
 func (s *Store) cachedAccount(ctx context.Context, key string, read func() (resourceapi.Account, error)) (resourceapi.Account, error) {
 	if err := ctx.Err(); err != nil {
 		return resourceapi.Account{}, err
+	}
+	if s.accounts != nil {
+		return s.accounts.account(ctx, key, read)
 	}
 	v, ok, fill := s.cache.value(resourceapi.Users, key)
 	if ok {
@@ -88,13 +97,21 @@ func (s *Store) account(ctx context.Context, where, from string, arg any) (resou
 	for i, f := range cols.fields {
 		list[i] = "u." + column(f)
 	}
-	query := "SELECT " + join(list) + ", u.password_hash, " + s.dialect.Permissions("u") +
-		" FROM users u" + from + " WHERE " + where
+	query := "SELECT " + join(list) + ", u.password_hash, " + s.dialect.Permissions("u")
+	if s.accounts != nil {
+		query += ", " + s.dialect.IdentityVersion()
+	}
+	query += " FROM users u" + from + " WHERE " + where
 	var acct resourceapi.Account
 	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
 		var hash sql.NullString
 		var perms []byte
-		rec, err := cols.scanExtra(q.QueryRowContext(ctx, query, arg), &hash, &perms)
+		var version int64
+		extra := []any{&hash, &perms}
+		if s.accounts != nil {
+			extra = append(extra, &version)
+		}
+		rec, err := cols.scanExtra(q.QueryRowContext(ctx, query, arg), extra...)
 		if err != nil {
 			return err
 		}
@@ -109,6 +126,7 @@ func (s *Store) account(ctx context.Context, where, from string, arg any) (resou
 			granted[i] = resourceapi.Permission(p)
 		}
 		acct = resourceapi.NewAccount(rec, hash.String, granted)
+		acct.Version = version
 		return nil
 	})
 	if errors.Is(err, sql.ErrNoRows) {

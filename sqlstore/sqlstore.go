@@ -80,6 +80,13 @@ type Dialect interface {
 	// because the values before it were taken, so that later Creates do not
 	// try those again. It never moves the sequence backwards.
 	SkipID(ctx context.Context, tx Execer, res *resourceapi.Resource, id int64) error
+	// IdentityVersion returns an expression whose value is the identity
+	// version (resourceapi.IdentityVersioner), which every commit that
+	// changes a user, an API key or a role moves on, or "" on a database
+	// that only this process writes through the record cache (SQLite, whose
+	// cache sees every commit). With it, accounts have a cache of their own
+	// (accounts.go).
+	IdentityVersion() string
 }
 
 // Querier runs statements on one connection or transaction.
@@ -172,7 +179,9 @@ type Store struct {
 	dialect Dialect
 	now     resourceapi.Clock
 	cache   *cache
-	columns sync.Map // *resourceapi.Resource -> columnSet, built once
+	// accounts caches accounts where the record cache cannot (accounts.go).
+	accounts *accountCache
+	columns  sync.Map // *resourceapi.Resource -> columnSet, built once
 	// events receives a value after a transaction that recorded events
 	// ends (see EventsWritten).
 	events chan struct{}
@@ -223,7 +232,7 @@ func New(cfg Config) *Store {
 		reader = tracedReader{reader, cfg.OnStatement}
 		writer = tracedWriter{writer, cfg.OnStatement}
 	}
-	return &Store{
+	s := &Store{
 		reader:  reader,
 		writer:  writer,
 		dialect: cfg.Dialect,
@@ -231,6 +240,10 @@ func New(cfg Config) *Store {
 		cache:   cache,
 		events:  make(chan struct{}, 1),
 	}
+	if cache == nil && cfg.Dialect.IdentityVersion() != "" {
+		s.accounts = newAccountCache()
+	}
+	return s
 }
 
 // Ping implements resourceapi.Store.
@@ -298,6 +311,10 @@ func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource,
 		s.count(q, res, lq)
 		q.WriteString(")")
 	}
+	check := s.identityCheck(ctx)
+	if check != nil {
+		q.WriteString(", " + s.dialect.IdentityVersion())
+	}
 	q.WriteString(" FROM " + res.Name)
 	q.where(res, lq)
 	q.WriteString(" ORDER BY " + s.orderBy(res, lq))
@@ -309,8 +326,14 @@ func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource,
 	}
 	defer rows.Close()
 	page.Records = make([]resourceapi.Record, 0, lq.Limit)
+	var version int64
 	for rows.Next() {
-		rec, err := cols.scan(rows, &page.Total)
+		var rec resourceapi.Record
+		if check == nil {
+			rec, err = cols.scan(rows, &page.Total)
+		} else {
+			rec, err = cols.scanExtra(rows, &page.Total, &version)
+		}
 		if err != nil {
 			return page, err
 		}
@@ -318,6 +341,9 @@ func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource,
 	}
 	if err := rows.Err(); err != nil {
 		return page, err
+	}
+	if check != nil && len(page.Records) > 0 {
+		s.sawIdentity(check, version)
 	}
 	if len(page.Records) == 0 && lq.Offset > 0 {
 		// Past the last page there is no row to carry the total.
@@ -394,7 +420,7 @@ func (s *Store) Get(ctx context.Context, res *resourceapi.Resource, id int64) (r
 	var rec resourceapi.Record // declared here, so that a hit allocates nothing
 	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
 		var err error
-		rec, err = s.get(ctx, q, res, id, "")
+		rec, err = s.get(ctx, q, res, id, "", s.identityCheck(ctx))
 		return err
 	})
 	if err != nil {
@@ -408,13 +434,27 @@ func (s *Store) Get(ctx context.Context, res *resourceapi.Resource, id int64) (r
 }
 
 // get returns the record, or nil when it does not exist. suffix ends the
-// query (a locking clause).
-func (s *Store) get(ctx context.Context, db Querier, res *resourceapi.Resource, id int64, suffix string) (resourceapi.Record, error) {
+// query (a locking clause). check, when not nil, is told the identity
+// version the statement saw.
+func (s *Store) get(ctx context.Context, db Querier, res *resourceapi.Resource, id int64, suffix string, check *resourceapi.IdentityCheck) (resourceapi.Record, error) {
 	cols := s.readColumns(res)
-	row := db.QueryRowContext(ctx, "SELECT "+cols.list+" FROM "+res.Name+" WHERE id = "+s.dialect.Placeholder(1)+suffix, id)
-	rec, err := cols.scan(row, nil)
+	if check == nil {
+		row := db.QueryRowContext(ctx, "SELECT "+cols.list+" FROM "+res.Name+" WHERE id = "+s.dialect.Placeholder(1)+suffix, id)
+		rec, err := cols.scan(row, nil)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, nil
+		}
+		return rec, err
+	}
+	var version int64
+	row := db.QueryRowContext(ctx, "SELECT "+cols.list+", "+s.dialect.IdentityVersion()+
+		" FROM "+res.Name+" WHERE id = "+s.dialect.Placeholder(1)+suffix, id)
+	rec, err := cols.scanExtra(row, &version)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
+	}
+	if err == nil {
+		s.sawIdentity(check, version)
 	}
 	return rec, err
 }
@@ -647,7 +687,7 @@ func (s *Store) current(ctx context.Context, tx Querier, res *resourceapi.Resour
 			return nil, fmt.Errorf("lock: %w", err)
 		}
 	}
-	cur, err := s.get(ctx, tx, res, id, s.dialect.ForUpdate())
+	cur, err := s.get(ctx, tx, res, id, s.dialect.ForUpdate(), nil)
 	if err != nil {
 		return nil, err
 	}

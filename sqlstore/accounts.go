@@ -1,0 +1,115 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/resourceapi/resourceapi"
+)
+
+// On a database that other processes write (PostgreSQL, shared by several
+// instances and the command line), the record cache is off, and accounts
+// have a cache of their own: each is kept with the identity version it was
+// read at, in the same statement (Dialect.IdentityVersion), and served only
+// to a request whose reads confirm it (resourceapi.IdentityVersioner): a
+// request that may use it (resourceapi.CachedAccountsAllowed) gets it marked
+// Cached, and the Service compares its version with the one the request's
+// own statements see. Any other request reads the account from the
+// database, and the cache keeps what it read.
+
+// maxCachedAccounts bounds the accounts cache: past it, an arbitrary account
+// is dropped for each one added (a caller that comes back costs one read).
+const maxCachedAccounts = 4096
+
+type accountCache struct {
+	mu    sync.RWMutex
+	items map[string]resourceapi.Account
+	// latest is the highest identity version any statement of this store
+	// saw: an account read at an older one has changed, so it is read
+	// again rather than served and refused by its request's check.
+	latest atomic.Int64
+}
+
+func newAccountCache() *accountCache {
+	return &accountCache{items: make(map[string]resourceapi.Account)}
+}
+
+// account returns the account cached under key, marked Cached, when ctx
+// allows it and no statement has seen a newer identity version; otherwise
+// it reads the account and caches what it read.
+func (c *accountCache) account(ctx context.Context, key string, read func() (resourceapi.Account, error)) (resourceapi.Account, error) {
+	if resourceapi.CachedAccountsAllowed(ctx) {
+		c.mu.RLock()
+		acct, ok := c.items[key]
+		c.mu.RUnlock()
+		if ok && acct.Version >= c.latest.Load() {
+			acct.Cached = true
+			return acct, nil
+		}
+	}
+	acct, err := read()
+	if err != nil {
+		return acct, err
+	}
+	c.saw(acct.Version)
+	c.mu.Lock()
+	if _, ok := c.items[key]; !ok && len(c.items) >= maxCachedAccounts {
+		for k := range c.items {
+			delete(c.items, k)
+			break
+		}
+	}
+	c.items[key] = acct
+	c.mu.Unlock()
+	return acct, nil
+}
+
+// saw records that a statement saw identity version v.
+func (c *accountCache) saw(v int64) {
+	for {
+		cur := c.latest.Load()
+		if v <= cur || c.latest.CompareAndSwap(cur, v) {
+			return
+		}
+	}
+}
+
+// identityCheck returns the check the reads of ctx report the identity
+// version to, or nil when there is none to report (no check asked for, or a
+// database without identity versions).
+func (s *Store) identityCheck(ctx context.Context) *resourceapi.IdentityCheck {
+	if s.accounts == nil {
+		return nil
+	}
+	return resourceapi.IdentityCheckFrom(ctx)
+}
+
+// sawIdentity reports identity version v, seen by a statement of a read, to
+// its check and to the accounts cache.
+func (s *Store) sawIdentity(check *resourceapi.IdentityCheck, v int64) {
+	check.Saw(v)
+	s.accounts.saw(v)
+}
+
+var errNoIdentityVersion = errors.New("identity version: the database keeps none (its accounts are never cached stale)")
+
+var _ resourceapi.IdentityVersioner = (*Store)(nil)
+
+// IdentityVersion implements resourceapi.IdentityVersioner.
+func (s *Store) IdentityVersion(ctx context.Context) (int64, error) {
+	if s.accounts == nil {
+		return 0, errNoIdentityVersion
+	}
+	var v int64
+	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
+		return q.QueryRowContext(ctx, "SELECT "+s.dialect.IdentityVersion()).Scan(&v)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("identity version: %w", err)
+	}
+	s.accounts.saw(v)
+	return v, nil
+}
