@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -121,6 +122,9 @@ type Handler struct {
 	conns  wsConns     // open subscription connections
 	// renders shares renderings of events among subscriptions.
 	renders renders
+	// converted is the last event the hub handed to subscriptions, as
+	// the GraphQL value they all receive (see converted).
+	converted atomic.Pointer[convertedEvent]
 }
 
 //go:embed schema/*.graphqls

@@ -46,7 +46,7 @@ func subscribe[T any](ctx context.Context, h *Handler, res *resourceapi.Resource
 	dropped := false // only the hub's delivery and then ended touch it
 	err = h.cfg.Events.Listen(ctx, name, func(ev resourceapi.Event) bool {
 		select {
-		case out <- conv(ev.Record):
+		case out <- converted(h, ev, conv):
 			sub.ready(ev.ID)
 			return true
 		default:
@@ -73,4 +73,24 @@ func subscribe[T any](ctx context.Context, h *Handler, res *resourceapi.Resource
 	sub.skip = func() { <-out }
 	sub.c.mu.Unlock()
 	return out, nil
+}
+
+// convertedEvent is an event as the GraphQL value of its record.
+type convertedEvent struct {
+	id    int64
+	value any
+}
+
+// converted returns conv(ev.Record), converted once for all the
+// subscriptions the hub hands ev to, one after the other: they read the
+// value, never change it.
+func converted[T any](h *Handler, ev resourceapi.Event, conv func(resourceapi.Record) *T) *T {
+	if last := h.converted.Load(); last != nil && last.id == ev.ID && ev.ID != 0 {
+		if v, ok := last.value.(*T); ok {
+			return v
+		}
+	}
+	v := conv(ev.Record)
+	h.converted.Store(&convertedEvent{id: ev.ID, value: v})
+	return v
 }

@@ -126,10 +126,16 @@ type wsConn struct {
 	subs      map[string]*wsSub // active operations by id
 	counted   int               // subscriptions counted against the cap
 	queue     []wsPending       // one entry per event waiting to be sent
+	spare     []wsPending       // the array of the queue sent last, for the next
 	writing   bool              // a writer goroutine is draining queue
 	closed    bool
-	initTimer *time.Timer
+	initTimer *time.Timer // until connection_init is accepted
 	pingTimer *time.Timer
+
+	// wmu serializes the connection's writes, so that one timer, armed
+	// for each write, bounds the write in progress.
+	wmu    sync.Mutex
+	wtimer *time.Timer // guarded by wmu
 }
 
 // wsSub is one operation of a connection.
@@ -288,6 +294,7 @@ func (c *wsConn) init(payload json.RawMessage) {
 	c.inited, c.opCtx, c.caller = true, ctx, callerKey(resourceapi.CallerFrom(ctx))
 	if c.initTimer != nil {
 		c.initTimer.Stop()
+		c.initTimer = nil // its memory goes to the write deadline's timer
 	}
 	c.mu.Unlock()
 	c.write(wsMessage{Type: "connection_ack"})
@@ -504,14 +511,19 @@ func (s *wsSub) ready(event int64) {
 	}
 }
 
-// flush sends what is queued, and returns when nothing is.
+// flush sends what is queued, and returns when nothing is. The queue's
+// array and the one sent before take turns, so that queueing an event
+// allocates nothing.
 func (c *wsConn) flush() {
+	var sent []wsPending
 	for {
 		c.mu.Lock()
+		c.recycle(sent)
 		queue := c.queue
-		c.queue = nil
+		c.queue, c.spare = c.spare, nil
 		if len(queue) == 0 || c.closed {
 			c.writing = false
+			c.recycle(queue)
 			c.mu.Unlock()
 			return
 		}
@@ -519,7 +531,22 @@ func (c *wsConn) flush() {
 		for _, p := range queue {
 			c.next(p.s, p.event)
 		}
+		sent = queue
 	}
+}
+
+// maxSpare bounds the array a connection keeps for its queue: one that a
+// burst grew further is left to the collector.
+const maxSpare = 16
+
+// recycle keeps the array of a queue that was sent, emptied, as the next
+// queue's; c.mu is held.
+func (c *wsConn) recycle(sent []wsPending) {
+	if sent == nil || cap(sent) > maxSpare {
+		return
+	}
+	clear(sent) // the subscriptions are not kept alive by it
+	c.spare = sent[:0]
 }
 
 // next sends the next event of s, or completes s when its stream ended.
@@ -717,21 +744,35 @@ func (c *wsConn) writeErrors(typ, id string, errs ...*gqlerror.Error) {
 }
 
 // write sends m within WebSocketOptions.WriteTimeout. A write that times out
-// closes the connection (coder/websocket): a client that does not read is
-// disconnected, and whatever waited to be sent to it is released.
+// closes the connection: a client that does not read is disconnected, and
+// whatever waited to be sent to it is released.
 func (c *wsConn) write(m wsMessage) {
-	c.send(encodeMessage(m))
+	bp := messageBuffers.Get().(*[]byte)
+	b := appendMessage((*bp)[:0], m)
+	c.send(b)
+	if cap(b) <= maxPooledMessage {
+		*bp = b[:0]
+		messageBuffers.Put(bp)
+	}
 }
 
-// encodeMessage is json.Marshal of m without validating and compacting its
-// payload again, which the server encoded itself: one encoding of each
-// event for each subscriber is what fan-out costs.
-func encodeMessage(m wsMessage) []byte {
-	b := make([]byte, 0, len(m.ID)+len(m.Type)+len(m.Payload)+40)
+// messageBuffers are the buffers messages are encoded in: coder/websocket
+// copies a message into the connection's buffer or writes it through, so a
+// buffer is free again once the message is written. Fan-out encodes one
+// message for each subscriber.
+var messageBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledMessage bounds the buffers kept in messageBuffers.
+const maxPooledMessage = 64 << 10
+
+// appendMessage appends m, encoded as json.Marshal would but without
+// validating and compacting its payload again, which the server encoded
+// itself (or, for a pong, decoded from JSON).
+func appendMessage(b []byte, m wsMessage) []byte {
 	b = append(b, '{')
 	if m.ID != "" {
-		id, _ := json.Marshal(m.ID) // a string always encodes
-		b = append(append(append(b, `"id":`...), id...), ',')
+		b = appendString(append(b, `"id":`...), m.ID)
+		b = append(b, ',')
 	}
 	b = append(append(append(b, `"type":"`...), m.Type...), '"') // a constant of the protocol
 	if len(m.Payload) > 0 {
@@ -740,15 +781,52 @@ func encodeMessage(m wsMessage) []byte {
 	return append(b, '}')
 }
 
-// send writes one encoded message (see write).
+// appendString appends s as a JSON string: as it is, quoted, when nothing
+// in it needs escaping (the operation ids clients choose), else as
+// encoding/json writes it.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	return append(append(append(b, '"'), s...), '"')
+}
+
+// send writes one encoded message (see write). One timer per connection,
+// armed again for each write, bounds the write in progress: a context with
+// a deadline for each message would cost a timer and, in coder/websocket,
+// a callback of its own per message, which fan-out multiplies by every
+// subscriber. wmu makes writes take turns, so the timer bounds one at a
+// time; a write waiting for its turn waits at most for the one in progress
+// to end or time out, which closes the connection.
 func (c *wsConn) send(b []byte) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.h.cfg.WebSocket.WriteTimeout)
-	defer cancel()
-	if err := c.conn.Write(ctx, websocket.MessageText, b); err != nil {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	timeout := c.h.cfg.WebSocket.WriteTimeout
+	if c.wtimer == nil {
+		c.wtimer = time.AfterFunc(timeout, c.writeTimedOut)
+	} else {
+		c.wtimer.Reset(timeout)
+	}
+	err := c.conn.Write(context.Background(), websocket.MessageText, b)
+	c.wtimer.Stop()
+	if err != nil {
 		c.mu.Lock()
 		c.closed = true
 		c.mu.Unlock()
 	}
+}
+
+// writeTimedOut closes the connection whose write outlasted WriteTimeout,
+// without a closing handshake (its client does not read): the write in
+// progress fails, the reader ends, and the connection is released.
+func (c *wsConn) writeTimedOut() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.conn.CloseNow()
 }
 
 // closeWith closes the connection with code and reason, once, without

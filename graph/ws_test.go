@@ -564,6 +564,51 @@ func TestSubscriptionKeepAlive(t *testing.T) {
 	})
 }
 
+// A client that stops reading is disconnected once a write to it has
+// waited WriteTimeout: here long before its buffer of events would fill,
+// so the hub never drops it for falling behind.
+func TestSubscriptionWriteTimeout(t *testing.T) {
+	for _, proto := range protocols {
+		t.Run(proto, func(t *testing.T) {
+			t.Parallel()
+			s := mustServer(t, backends()[0].open(t, nil), func(o *graph.Options, _ *rhttp.Config) {
+				o.WebSocket.WriteTimeout = 100 * time.Millisecond
+				o.WebSocket.Buffer = 1000
+				o.WebSocket.PingInterval = time.Hour // no ping ends it
+			})
+			// A raw connection that never reads after the handshake.
+			conn, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			fmt.Fprintf(conn, "GET /graphql HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+				"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"+
+				"Sec-WebSocket-Protocol: %s\r\nX-Api-Key: %s\r\n\r\n", proto, s.admin)
+			start := "subscribe"
+			if proto == "graphql-ws" {
+				start = "start"
+			}
+			conn.Write(clientFrame([]byte(`{"type":"connection_init"}`)))
+			conn.Write(clientFrame(mustJSON(wsMessage{ID: "1", Type: start,
+				Payload: mustJSON(map[string]string{"query": "subscription { postCreated { content } }"})})))
+			waitFor(t, "the subscriber", func() bool { return s.hub.Subscribers("postCreated") == 1 })
+			// 25 MiB of events: more than the sockets' buffers hold, far
+			// fewer events than the subscriber's buffer.
+			dropped := s.hub.Dropped()
+			big := strings.Repeat("x", 256<<10)
+			for i := int64(1); i <= 100; i++ {
+				s.hub.Deliver(resourceapi.Event{ID: 1<<42 + i, Name: "postCreated", Resource: "posts",
+					Record: resourceapi.Record{"id": i, "title": "T", "content": big, "author_id": int64(1), "created_at": time.Now()}})
+			}
+			waitFor(t, "the stuck subscriber to be disconnected", func() bool { return s.hub.Subscribers("postCreated") == 0 })
+			if got := s.hub.Dropped(); got != dropped {
+				t.Fatalf("the hub dropped %d subscribers, want none: the write timeout, not the buffer, ends it", got-dropped)
+			}
+		})
+	}
+}
+
 // clientFrame is a masked text frame of a short payload, as a client sends.
 func clientFrame(payload []byte) []byte {
 	mask := []byte{1, 2, 3, 4}
