@@ -9,7 +9,7 @@
 #
 # Settings (environment): BENCH_DURATION (10s), BENCH_CONNS (64),
 # BENCH_USERS (10000), BENCH_SCENARIOS
-# (get,gql-get,order,order-all,list,gql-list,orders,search,create,create-order,distinct),
+# (get,gql-get,order,order-all,list,gql-list,orders,search,create,update,create-order,distinct),
 # BENCH_ORDERS (orders seeded, 100000), BENCH_ORDER_USERS (the users they
 # belong to, 1000), BENCH_PRODUCTS (1000),
 # BENCH_DISTINCT (requests of distinct, 200000),
@@ -26,7 +26,7 @@ conns=${BENCH_CONNS:-64}
 users=${BENCH_USERS:-10000}
 # distinct measures the SQLite store's cache of pages; PostgreSQL has none, and
 # 200,000 searches that scan for a match take minutes there: not by default.
-default_scenarios=get,gql-get,order,order-all,list,gql-list,orders,search,create,create-order
+default_scenarios=get,gql-get,order,order-all,list,gql-list,orders,search,create,update,create-order
 if [ "$engine" = sqlite ]; then default_scenarios+=,distinct; fi
 scenarios=${BENCH_SCENARIOS:-$default_scenarios}
 orders=${BENCH_ORDERS:-100000}

@@ -235,6 +235,13 @@ var scenarioByName = map[string]scenario{
 		id := strconv.Itoa(w) + "-" + strconv.Itoa(n)
 		return request{method: "POST", path: "/api/users", body: userJSON("Load "+id, "load-"+run+"-"+id+"@example.com", 30)}
 	},
+	// A change of a random user's age: one write transaction that locks
+	// the row, checks it and updates it; on PostgreSQL its commit also moves
+	// the identity version (one row every user change updates).
+	"update": func(c *config, _ string, _, _ int) request {
+		return request{method: "PATCH", path: "/api/users/" + strconv.Itoa(1+rand.IntN(c.users)),
+			body: []byte(`{"age":` + strconv.Itoa(18+rand.IntN(60)) + `}`)}
+	},
 	// One order, with its items, by a random id among the first -users
 	// (seeded orders have ids 1..N on a fresh server): the same number of
 	// distinct records as get reads, so that the two compare what it costs to
