@@ -343,8 +343,9 @@ func (a *Authenticator) bearer(ctx context.Context, token string) (Account, erro
 
 // password checks an email and password. A credential verified recently is
 // remembered (by an HMAC of it, never the password) with the hash it was
-// verified against: it stays valid while the user's stored hash is the same,
-// so a password change, like a delete, forgets it at once.
+// verified against: it stays valid while the user's stored hash and email
+// are the same, so a password or email change, like a delete, forgets it at
+// once.
 func (a *Authenticator) password(ctx context.Context, email, password, client string) (Account, error) {
 	email = strings.TrimSpace(email)
 	if len(email) > MaxEmailLength || len(password) > 1024 {
@@ -353,7 +354,8 @@ func (a *Authenticator) password(ctx context.Context, email, password, client st
 	key := a.verified.key(email, password)
 	if id, hash, ok := a.verified.get(key); ok {
 		acct, err := a.store.AccountByID(ctx, id)
-		if err == nil && acct.PasswordHash == hash && hash != "" {
+		stored, _ := acct.User["email"].(string)
+		if err == nil && acct.PasswordHash == hash && hash != "" && strings.EqualFold(stored, email) {
 			return acct, nil
 		}
 		a.verified.forget(key)

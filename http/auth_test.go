@@ -158,6 +158,12 @@ func TestChangesTakeEffectAtOnce(t *testing.T) {
 		basic.auth[1] = basicAuth("ann@example.com", "a new passphrase")
 		basic.get(item).mustStatus(t, http.StatusOK)
 
+		// So does an email change: the old email no longer signs in.
+		ann.do("PATCH", item, `{"email":"ann.b@example.com"}`).mustStatus(t, http.StatusOK)
+		basic.get(item).mustError(t, http.StatusForbidden, resourceapi.CodeInvalidToken)
+		basic.auth[1] = basicAuth("ANN.B@example.com", "a new passphrase")
+		basic.get(item).mustStatus(t, http.StatusOK)
+
 		// A soft-deleted user authenticates by no scheme.
 		c.do("PATCH", item, `{"deleted":true}`).mustStatus(t, http.StatusOK)
 		for _, who := range []*client{ann, basic, jwt} {

@@ -2,9 +2,11 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/resourceapi/resourceapi"
+	"github.com/resourceapi/resourceapi/argon2id"
 	"github.com/resourceapi/resourceapi/postgres"
 	"github.com/resourceapi/resourceapi/postgres/pgtest"
 )
@@ -19,7 +21,7 @@ func TestIdentityVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	svc := resourceapi.NewService(db, nil)
+	svc := resourceapi.NewService(db, &argon2id.Hasher{Memory: 8, Time: 1, Threads: 1, KeyLen: 16, SaltLen: 16})
 	sys := resourceapi.SystemCaller()
 	last, err := db.IdentityVersion(ctx)
 	if err != nil {
@@ -59,8 +61,26 @@ func TestIdentityVersion(t *testing.T) {
 		_, err := svc.Update(ctx, sys, resourceapi.Posts, resourceapi.Item{ID: post.ID()}, resourceapi.Record{"title": "U"}, nil)
 		return err
 	})
-	step("update a user", true, func() error {
-		_, err := svc.Update(ctx, sys, resourceapi.Users, resourceapi.Item{ID: user.ID()}, resourceapi.Record{"roles": []string{"editor"}}, nil)
+	for _, change := range []struct {
+		patch resourceapi.Record
+		moves bool
+	}{
+		{resourceapi.Record{"name": "Ann B", "age": int64(40)}, false},
+		{resourceapi.Record{"roles": []string{"editor"}}, true},
+		{resourceapi.Record{"permissions": []string{"orders:write"}}, true},
+		{resourceapi.Record{"password": "a long passphrase"}, true},
+		{resourceapi.Record{"email": "ann.b@example.com"}, true},
+		{resourceapi.Record{"email": "Ann.B@example.com"}, false}, // the same email, as compared
+		{resourceapi.Record{"deleted": true}, true},
+		{resourceapi.Record{"deleted": false}, true},
+	} {
+		step(fmt.Sprintf("update a user: %v", change.patch), change.moves, func() error {
+			_, err := svc.Update(ctx, sys, resourceapi.Users, resourceapi.Item{ID: user.ID()}, change.patch, nil)
+			return err
+		})
+	}
+	step("rename a key", false, func() error {
+		_, err := svc.Update(ctx, sys, resourceapi.APIKeys, resourceapi.Item{ID: key.ID()}, resourceapi.Record{"name": "laptop"}, nil)
 		return err
 	})
 	step("a failed update of a user", false, func() error {
