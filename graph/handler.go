@@ -120,6 +120,8 @@ type Handler struct {
 	assets http.Handler
 	users  *usersCache // nil: no users cache (see usercache.go)
 	conns  wsConns     // open subscription connections
+	// writers send what subscription connections have queued.
+	writers writers
 	// renders shares renderings of events among subscriptions.
 	renders renders
 	// converted is the last event the hub handed to subscriptions, as

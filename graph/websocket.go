@@ -27,9 +27,10 @@ import (
 // It is built for many idle subscribers: a connection costs one goroutine,
 // its reader, and a subscription none. An event reaches a subscription
 // through the hub's callback (resourceapi.Events.Listen) into a bounded
-// buffer, and a writer goroutine, started only while a connection has
-// events to send, turns them into messages. Timers, not goroutines, carry
-// the init timeout and the keep-alive pings.
+// buffer, and the handler's writers (writers.go), goroutines that run only
+// while connections have events to send, turn them into messages. Timers,
+// not goroutines, carry the init timeout, the keep-alive pings and the
+// write deadline.
 
 // WebSocket close codes.
 const (
@@ -127,7 +128,7 @@ type wsConn struct {
 	counted   int               // subscriptions counted against the cap
 	queue     []wsPending       // one entry per event waiting to be sent
 	spare     []wsPending       // the array of the queue sent last, for the next
-	writing   bool              // a writer goroutine is draining queue
+	writing   bool              // with the writers, or being flushed
 	closed    bool
 	initTimer *time.Timer // until connection_init is accepted
 	pingTimer *time.Timer
@@ -488,8 +489,8 @@ func (c *wsConn) finish(s *wsSub) {
 }
 
 // ready queues the event of s with id event (0: the end of the stream) to
-// be sent, and starts the connection's writer unless it is running. It is
-// called from the hub's delivery, so it never blocks.
+// be sent, and hands the connection to the writers unless they have it. It
+// is called from the hub's delivery, so it never blocks.
 func (s *wsSub) ready(event int64) {
 	c := s.c
 	c.mu.Lock()
@@ -507,7 +508,7 @@ func (s *wsSub) ready(event int64) {
 	c.writing = true
 	c.mu.Unlock()
 	if start {
-		go c.flush()
+		c.h.writers.push(c)
 	}
 }
 

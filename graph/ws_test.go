@@ -576,36 +576,74 @@ func TestSubscriptionWriteTimeout(t *testing.T) {
 				o.WebSocket.Buffer = 1000
 				o.WebSocket.PingInterval = time.Hour // no ping ends it
 			})
-			// A raw connection that never reads after the handshake.
-			conn, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			fmt.Fprintf(conn, "GET /graphql HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
-				"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"+
-				"Sec-WebSocket-Protocol: %s\r\nX-Api-Key: %s\r\n\r\n", proto, s.admin)
-			start := "subscribe"
-			if proto == "graphql-ws" {
-				start = "start"
-			}
-			conn.Write(clientFrame([]byte(`{"type":"connection_init"}`)))
-			conn.Write(clientFrame(mustJSON(wsMessage{ID: "1", Type: start,
-				Payload: mustJSON(map[string]string{"query": "subscription { postCreated { content } }"})})))
+			s.stuckSubscriber(t, proto)
 			waitFor(t, "the subscriber", func() bool { return s.hub.Subscribers("postCreated") == 1 })
-			// 25 MiB of events: more than the sockets' buffers hold, far
-			// fewer events than the subscriber's buffer.
 			dropped := s.hub.Dropped()
-			big := strings.Repeat("x", 256<<10)
-			for i := int64(1); i <= 100; i++ {
-				s.hub.Deliver(resourceapi.Event{ID: 1<<42 + i, Name: "postCreated", Resource: "posts",
-					Record: resourceapi.Record{"id": i, "title": "T", "content": big, "author_id": int64(1), "created_at": time.Now()}})
-			}
+			s.deliverBigPosts(1<<42, 100)
 			waitFor(t, "the stuck subscriber to be disconnected", func() bool { return s.hub.Subscribers("postCreated") == 0 })
 			if got := s.hub.Dropped(); got != dropped {
 				t.Fatalf("the hub dropped %d subscribers, want none: the write timeout, not the buffer, ends it", got-dropped)
 			}
 		})
+	}
+}
+
+// Clients stuck in a write, more than the writers that send the
+// connections' messages, do not hold back one that reads: the writers'
+// watchdog starts more.
+func TestSubscriptionStuckClientsHoldNoOneBack(t *testing.T) {
+	s := mustServer(t, backends()[0].open(t, nil), func(o *graph.Options, _ *rhttp.Config) {
+		o.WebSocket.WriteTimeout = time.Hour // only the watchdog frees the others
+		o.WebSocket.Buffer = 1000
+		o.WebSocket.PingInterval = time.Hour
+	})
+	stuck := 2*graph.MaxWriters() + 2
+	for range stuck {
+		s.stuckSubscriber(t, "graphql-transport-ws")
+	}
+	c := s.dial(t, "graphql-transport-ws", nil)
+	c.init(map[string]any{"X-API-Key": s.admin})
+	c.subscribe("1", "subscription { postCreated { content } }")
+	waitFor(t, "the subscribers", func() bool { return s.hub.Subscribers("postCreated") == stuck+1 })
+	const n = 100
+	s.deliverBigPosts(1<<43, n)
+	for i := range n {
+		if m := c.next(); !strings.Contains(string(m.Payload), "xxxx") {
+			t.Fatalf("event %d: %s", i, m.Payload)
+		}
+	}
+}
+
+// stuckSubscriber opens a raw connection that subscribes to postCreated
+// and never reads after the handshake; it is closed when the test ends.
+func (s *server) stuckSubscriber(tb testing.TB, proto string) net.Conn {
+	tb.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { conn.Close() })
+	fmt.Fprintf(conn, "GET /graphql HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"+
+		"Sec-WebSocket-Protocol: %s\r\nX-Api-Key: %s\r\n\r\n", proto, s.admin)
+	start := "subscribe"
+	if proto == "graphql-ws" {
+		start = "start"
+	}
+	conn.Write(clientFrame([]byte(`{"type":"connection_init"}`)))
+	conn.Write(clientFrame(mustJSON(wsMessage{ID: "1", Type: start,
+		Payload: mustJSON(map[string]string{"query": "subscription { postCreated { content } }"})})))
+	return conn
+}
+
+// deliverBigPosts hands the hub n postCreated events of 256 KiB each, with
+// ids from first+1: more than the sockets' buffers of a client that does
+// not read hold, far fewer events than a buffer of 1000.
+func (s *server) deliverBigPosts(first int64, n int) {
+	big := strings.Repeat("x", 256<<10)
+	for i := int64(1); i <= int64(n); i++ {
+		s.hub.Deliver(resourceapi.Event{ID: first + i, Name: "postCreated", Resource: "posts",
+			Record: resourceapi.Record{"id": i, "title": "T", "content": big, "author_id": int64(1), "created_at": time.Now()}})
 	}
 }
 

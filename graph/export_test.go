@@ -1,0 +1,4 @@
+package graph
+
+// MaxWriters is maxWriters, for tests that outnumber the writers.
+var MaxWriters = maxWriters
