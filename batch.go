@@ -177,9 +177,12 @@ func (s *Service) listEach(ctx context.Context, res *Resource, parents []int64, 
 // private resource). Otherwise it returns the error the operation would
 // (CodeUnauthenticated without a caller, CodeForbidden). It is for what acts
 // on records not yet written, such as a subscription to the events of
-// records created later. c must not be provisional (AuthenticateRead):
-// the caller of a transport that has no reads to confirm it with.
-func (s *Service) Authorize(c *Caller, res *Resource, op Op) error {
+// records created later.
+func (s *Service) Authorize(ctx context.Context, c *Caller, res *Resource, op Op) error {
+	c, err := current(ctx, c)
+	if err != nil {
+		return err
+	}
 	a, err := s.permit(c, res, op)
 	if err != nil {
 		return err

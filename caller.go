@@ -72,7 +72,7 @@ type Caller struct {
 	Permissions map[Permission]bool
 
 	// provisional is set on a caller authenticated from a cached account
-	// (AuthenticateRead), which the Service confirms before it answers.
+	// (AuthenticateCached), which the Service confirms before it answers.
 	provisional *provisional
 }
 

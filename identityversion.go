@@ -15,18 +15,19 @@ import (
 // role moves on (in the same transaction), and caches each account with the
 // version it was read at.
 //
-// A request that only reads (REST GET and HEAD) may be authenticated from
-// that cache (Authenticator.AuthenticateRead): its caller is then
-// provisional. The Service runs the read with an IdentityCheck in its
-// context, and the store adds the identity version to the statements the
-// read runs anyway, so the check costs no round trip. If the version is
+// A request that the Service alone answers (REST, GraphQL over HTTP) may be
+// authenticated from that cache (Authenticator.AuthenticateCached): its
+// caller is then provisional. Get and List run with an IdentityCheck in
+// their context, and the store adds the identity version to the statements
+// the read runs anyway, so the check costs no round trip. If the version is
 // still the account's, the caller was current when the data was read, and
 // the answer stands. If it moved, or no statement reported it (a refusal
 // before any read), the Service asks (IdentityVersioner) and, if it moved,
 // authenticates the request again without the cache and runs the read
-// again. Writes authenticate from the database before they start. So a
-// revoked key, a changed password or role, or a deleted user is refused on
-// the very next request, whichever instance served the change.
+// again. Every other method authenticates again from the database before it
+// acts (current). So a revoked key, a changed password or role, or a
+// deleted user is refused on the very next request, whichever instance
+// served the change.
 
 // IdentityVersioner is implemented by a store whose accounts may come from a
 // cache that other processes' writes do not reach (see Account.Cached).
@@ -66,7 +67,7 @@ type cachedAccountsKey struct{}
 
 // CachedAccountsAllowed reports whether an IdentityStore may answer from a
 // cache that other processes' writes do not reach, marking the account
-// Cached: only when AuthenticateRead asks, for a caller the Service
+// Cached: only when AuthenticateCached asks, for a caller the Service
 // confirms.
 func CachedAccountsAllowed(ctx context.Context) bool {
 	return ctx.Value(cachedAccountsKey{}) != nil
@@ -88,12 +89,14 @@ type provisional struct {
 	again   func(context.Context) (*Caller, error)
 }
 
-// AuthenticateRead is Authenticate for a request that only reads through
-// the Service's Get and List: the account may come from the store's cache
-// even where other processes write (see above), and the caller returned is
-// then provisional until the Service confirms it. Use Authenticate for
-// anything else.
-func (a *Authenticator) AuthenticateRead(ctx context.Context, cred Credential) (*Caller, error) {
+// AuthenticateCached is Authenticate for a request that only the Service's
+// methods answer: the account may come from the store's cache even where
+// other processes write (see above), and the caller returned is then
+// provisional, which every Service method confirms before it answers. A
+// refusal is always decided on the account as the database has it. Use
+// Authenticate where the caller is used in any other way (a WebSocket
+// connection's, which lasts).
+func (a *Authenticator) AuthenticateCached(ctx context.Context, cred Credential) (*Caller, error) {
 	acct, err := a.account(context.WithValue(ctx, cachedAccountsKey{}, true), cred)
 	if err != nil {
 		return nil, err
@@ -146,7 +149,8 @@ func (s *Service) currentIdentityVersion(ctx context.Context) (int64, error) {
 
 // current returns c as the database has it now: c itself, unless c is
 // provisional, whose request it authenticates again. Every Service method
-// but Get and List (which confirm the caller as they read) starts with it.
+// that takes a caller but Get and List (which confirm it as they read)
+// starts with it.
 func current(ctx context.Context, c *Caller) (*Caller, error) {
 	if c == nil || c.provisional == nil {
 		return c, nil

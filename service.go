@@ -531,9 +531,12 @@ func isReferenceError(err error, field string) bool {
 
 // RequireAdmin returns nil when c is an admin, CodeUnauthenticated without a
 // caller, and CodeForbidden "Admin access required" for anyone else: the rule
-// of what only administrators may see (GraphQL's adminData). c must not be
-// provisional, as for Authorize.
-func (s *Service) RequireAdmin(c *Caller) error {
+// of what only administrators may see (GraphQL's adminData).
+func (s *Service) RequireAdmin(ctx context.Context, c *Caller) error {
+	c, err := current(ctx, c)
+	if err != nil {
+		return err
+	}
 	if c == nil {
 		return errUnauthenticated
 	}

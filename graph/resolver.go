@@ -198,7 +198,7 @@ func (r queryResolver) AdminData(ctx context.Context) (*AdminData, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.h.cfg.Service.RequireAdmin(c); err != nil {
+	if err := r.h.cfg.Service.RequireAdmin(ctx, c); err != nil {
 		return nil, err
 	}
 	out := &AdminData{Version: r.h.cfg.Version}

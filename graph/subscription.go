@@ -28,7 +28,7 @@ func subscribe[T any](ctx context.Context, h *Handler, res *resourceapi.Resource
 	if err != nil {
 		return nil, err
 	}
-	if err := h.cfg.Service.Authorize(c, res, resourceapi.OpRead); err != nil {
+	if err := h.cfg.Service.Authorize(ctx, c, res, resourceapi.OpRead); err != nil {
 		return nil, err
 	}
 	sub := wsSubFrom(ctx)

@@ -43,19 +43,28 @@ func (s *Server) identify(r *http.Request) {
 		return
 	}
 	cred.Client = s.clientIP(r).String()
-	if readsResources(r) {
-		info.caller, info.authErr = s.auth.AuthenticateRead(r.Context(), cred)
+	if servedByService(r) {
+		info.caller, info.authErr = s.auth.AuthenticateCached(r.Context(), cred)
 		return
 	}
 	info.caller, info.authErr = s.auth.Authenticate(r.Context(), cred)
 }
 
-// readsResources reports whether r is a GET or HEAD of the REST API, which
-// only the Service's Get and List serve: those confirm a caller
-// authenticated from cached accounts as they read (AuthenticateRead), so
-// that its credential costs no query of its own.
-func readsResources(r *http.Request) bool {
-	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && strings.HasPrefix(r.URL.Path, "/api/")
+// servedByService reports whether r is answered by calls of the Service
+// alone, which confirm a caller authenticated from cached accounts
+// (AuthenticateCached) before they answer: Get and List as they read, so
+// that a read's credential costs no query of its own, the other methods by
+// reading the account first. That is every REST request but OAuth's, and
+// GraphQL over HTTP; not a WebSocket upgrade, whose caller serves a whole
+// connection.
+func servedByService(r *http.Request) bool {
+	switch p := r.URL.Path; {
+	case strings.HasPrefix(p, "/api/"):
+		return true
+	case p == "/graphql":
+		return r.Header.Get("Upgrade") == ""
+	}
+	return false
 }
 
 // benchAnonymous is the caller of a request without a credential: nil, so

@@ -1,0 +1,65 @@
+package graph_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/resourceapi/resourceapi"
+	"github.com/resourceapi/resourceapi/postgres/pgtest"
+)
+
+// TestCachedAccounts: on PostgreSQL, GraphQL requests authenticate from the
+// instance's account cache like REST reads: a query whose caller is cached
+// runs only its own statement, and a change made on another instance
+// applies to the very next request on this one, queries and mutations
+// alike.
+func TestCachedAccounts(t *testing.T) {
+	var n atomic.Int64
+	url := pgtest.NewDatabase(t)
+	a := mustServer(t, mustPostgres(t, url, &n))
+	b := mustServerSharing(t, mustPostgres(t, url, nil), a)
+	key := a.mustAccount("Ann", "ann@example.com", resourceapi.RoleUser)
+	ann := a.ids["ann@example.com"]
+
+	const query = `{ user(id: "1") { name } }`
+	a.mustData(key, query, nil, nil)
+	before := n.Load()
+	a.mustData(key, query, nil, nil)
+	if got := n.Load() - before; got != 1 {
+		t.Errorf("a query with a cached account ran %d statements, want 1", got)
+	}
+
+	ctx := context.Background()
+	change := func(patch resourceapi.Record) {
+		t.Helper()
+		if _, err := b.service.Update(ctx, resourceapi.SystemCaller(), resourceapi.Users, resourceapi.Item{ID: ann}, patch, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	warm := func() {
+		t.Helper()
+		a.mustData(key, query, nil, nil)
+		a.mustData(key, query, nil, nil) // served with the cached account
+	}
+	create := fmt.Sprintf(`mutation { createPost(authorId: "%d", title: "T", content: "C") { id } }`, ann)
+	for _, doc := range []string{query, create} {
+		change(resourceapi.Record{"roles": []string{resourceapi.RoleUser}})
+		warm()
+		change(resourceapi.Record{"roles": []string{}})
+		if got := a.post(key, doc, nil).code(); got != "FORBIDDEN" {
+			t.Errorf("%s after the role was taken on another instance: code %q, want FORBIDDEN", doc, got)
+		}
+	}
+	change(resourceapi.Record{"roles": []string{resourceapi.RoleUser}})
+	for _, doc := range []string{query, create, `{ adminData { version } }`} {
+		change(resourceapi.Record{"deleted": false})
+		warm()
+		change(resourceapi.Record{"deleted": true})
+		if got := a.post(key, doc, nil).code(); got != "INVALID_TOKEN" {
+			t.Errorf("%s after the user was deleted on another instance: code %q, want INVALID_TOKEN", doc, got)
+		}
+	}
+	a.mustData(key, `{ hello }`, nil, nil) // the one field that needs no credential
+}
