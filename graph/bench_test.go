@@ -2,9 +2,11 @@ package graph_test
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/resourceapi/resourceapi"
@@ -70,6 +72,38 @@ func BenchmarkUserGraphQL(b *testing.B) {
 func BenchmarkUserREST(b *testing.B) {
 	s := benchServer(b)
 	benchPost(b, s, http.MethodGet, "/api/users/7", nil)
+}
+
+// One event to 1,000 subscribers over WebSocket, as bench/subscribers
+// measures with 10,000, the clients in the same process: an op is one
+// event reaching every subscriber.
+func BenchmarkFanOut(b *testing.B) {
+	s := mustServer(b, backends()[0].open(b, nil))
+	const n = 1000
+	var got atomic.Int64
+	all := make(chan struct{}, 1)
+	for range n {
+		c := s.dial(b, "graphql-transport-ws", nil)
+		c.init(map[string]any{"X-API-Key": s.admin})
+		c.subscribe("1", "subscription { userCreated { name } }")
+		go func() {
+			for {
+				if _, _, err := c.conn.Read(context.Background()); err != nil {
+					return
+				}
+				if got.Add(1)%n == 0 {
+					all <- struct{}{}
+				}
+			}
+		}()
+	}
+	waitFor(b, "the subscribers", func() bool { return s.hub.Subscribers("userCreated") == n })
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		s.hub.Deliver(userEvent(int64(1_000_000+i), "Fan"))
+		<-all
+	}
 }
 
 var _ = resourceapi.Users
