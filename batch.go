@@ -28,11 +28,18 @@ type BatchStore interface {
 // no record, CodeForbidden for one c may not read). The permission is
 // checked once and the store reads every record in one query.
 func (s *Service) GetEach(ctx context.Context, c *Caller, res *Resource, ids []int64) (recs []Record, errs []error) {
-	recs = make([]Record, len(ids))
-	c, err := current(ctx, c)
+	err := s.read(ctx, c, func(ctx context.Context, c *Caller) error {
+		recs, errs = s.getEachAs(ctx, c, res, ids)
+		return nil
+	})
 	if err != nil {
-		return recs, fill(len(ids), err)
+		return make([]Record, len(ids)), fill(len(ids), err)
 	}
+	return recs, errs
+}
+
+func (s *Service) getEachAs(ctx context.Context, c *Caller, res *Resource, ids []int64) (recs []Record, errs []error) {
+	recs = make([]Record, len(ids))
 	a, err := s.permit(c, res, OpRead)
 	if err != nil {
 		return recs, fill(len(ids), err)
@@ -93,13 +100,20 @@ func (s *Service) getMany(ctx context.Context, res *Resource, ids []int64) (map[
 // GetEach: nil, or one error per parent (a private resource's records of
 // another user are CodeForbidden to anyone but an admin).
 func (s *Service) ListEach(ctx context.Context, c *Caller, res *Resource, parents []int64, q ListQuery) (lists [][]Record, errs []error) {
+	err := s.read(ctx, c, func(ctx context.Context, c *Caller) error {
+		lists, errs = s.listEachAs(ctx, c, res, parents, q)
+		return nil
+	})
+	if err != nil {
+		return make([][]Record, len(parents)), fill(len(parents), err)
+	}
+	return lists, errs
+}
+
+func (s *Service) listEachAs(ctx context.Context, c *Caller, res *Resource, parents []int64, q ListQuery) (lists [][]Record, errs []error) {
 	lists = make([][]Record, len(parents))
 	if res.Parent == "" {
 		return lists, fill(len(parents), fmt.Errorf("list each %s: the resource has no parent", res.Name))
-	}
-	c, err := current(ctx, c)
-	if err != nil {
-		return lists, fill(len(parents), err)
 	}
 	a, err := s.permit(c, res, OpRead)
 	if err != nil {

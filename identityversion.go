@@ -17,8 +17,8 @@ import (
 //
 // A request that the Service alone answers (REST, GraphQL over HTTP) may be
 // authenticated from that cache (Authenticator.AuthenticateCached): its
-// caller is then provisional. Get and List run with an IdentityCheck in
-// their context, and the store adds the identity version to the statements
+// caller is then provisional. The reads (Get, List, GetEach, ListEach) run
+// with an IdentityCheck in their context, and the store adds the identity version to the statements
 // the read runs anyway, so the check costs no round trip. If the version is
 // still the account's, the caller was current when the data was read, and
 // the answer stands. If it moved, or no statement reported it (a refusal
@@ -149,8 +149,8 @@ func (s *Service) currentIdentityVersion(ctx context.Context) (int64, error) {
 
 // current returns c as the database has it now: c itself, unless c is
 // provisional, whose request it authenticates again. Every Service method
-// that takes a caller but Get and List (which confirm it as they read)
-// starts with it.
+// that takes a caller but the reads (which confirm it as they read) starts
+// with it.
 func current(ctx context.Context, c *Caller) (*Caller, error) {
 	if c == nil || c.provisional == nil {
 		return c, nil

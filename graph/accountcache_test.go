@@ -24,11 +24,23 @@ func TestCachedAccounts(t *testing.T) {
 	ann := a.ids["ann@example.com"]
 
 	const query = `{ user(id: "1") { name } }`
-	a.mustData(key, query, nil, nil)
-	before := n.Load()
-	a.mustData(key, query, nil, nil)
-	if got := n.Load() - before; got != 1 {
-		t.Errorf("a query with a cached account ran %d statements, want 1", got)
+	a.mustPost(ann, "T")
+	for _, q := range []struct {
+		doc  string
+		want int64
+	}{
+		{query, 1},
+		// The list, then the posts of all its users in one batch.
+		{`{ users(limit: 5) { id posts { title } } }`, 2},
+		// The user, their posts, the posts' authors.
+		{fmt.Sprintf(`{ user(id: "%d") { posts { author { name } } } }`, ann), 3},
+	} {
+		a.mustData(key, q.doc, nil, nil)
+		before := n.Load()
+		a.mustData(key, q.doc, nil, nil)
+		if got := n.Load() - before; got != q.want {
+			t.Errorf("%s with a cached account ran %d statements, want %d", q.doc, got, q.want)
+		}
 	}
 
 	ctx := context.Background()
@@ -44,7 +56,8 @@ func TestCachedAccounts(t *testing.T) {
 		a.mustData(key, query, nil, nil) // served with the cached account
 	}
 	create := fmt.Sprintf(`mutation { createPost(authorId: "%d", title: "T", content: "C") { id } }`, ann)
-	for _, doc := range []string{query, create} {
+	posts := fmt.Sprintf(`{ user(id: "%d") { posts { title } } }`, ann) // her own record, and a batch of posts
+	for _, doc := range []string{query, create, posts} {
 		change(resourceapi.Record{"roles": []string{resourceapi.RoleUser}})
 		warm()
 		change(resourceapi.Record{"roles": []string{}})

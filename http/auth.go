@@ -52,7 +52,7 @@ func (s *Server) identify(r *http.Request) {
 
 // servedByService reports whether r is answered by calls of the Service
 // alone, which confirm a caller authenticated from cached accounts
-// (AuthenticateCached) before they answer: Get and List as they read, so
+// (AuthenticateCached) before they answer: the reads as they read, so
 // that a read's credential costs no query of its own, the other methods by
 // reading the account first. That is every REST request but OAuth's, and
 // GraphQL over HTTP; not a WebSocket upgrade, whose caller serves a whole

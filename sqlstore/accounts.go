@@ -87,11 +87,29 @@ func (s *Store) identityCheck(ctx context.Context) *resourceapi.IdentityCheck {
 	return resourceapi.IdentityCheckFrom(ctx)
 }
 
-// sawIdentity reports identity version v, seen by a statement of a read, to
-// its check and to the accounts cache.
-func (s *Store) sawIdentity(check *resourceapi.IdentityCheck, v int64) {
-	check.Saw(v)
-	s.accounts.saw(v)
+// versionColumn is what a read's statement appends to its select list for
+// check: the identity version, or nothing when check is nil.
+func (s *Store) versionColumn(check *resourceapi.IdentityCheck) string {
+	if check == nil {
+		return ""
+	}
+	return ", " + s.dialect.IdentityVersion()
+}
+
+// scanChecked reads a row of cols followed by extra and, when check is not
+// nil, by the identity version (versionColumn), which it reports to check
+// and to the accounts cache.
+func (s *Store) scanChecked(row scanner, cols *columns, check *resourceapi.IdentityCheck, extra ...any) (resourceapi.Record, error) {
+	if check == nil {
+		return cols.scanExtra(row, extra...)
+	}
+	var v int64
+	rec, err := cols.scanExtra(row, append(extra, &v)...)
+	if err == nil {
+		check.Saw(v)
+		s.accounts.saw(v)
+	}
+	return rec, err
 }
 
 var errNoIdentityVersion = errors.New("identity version: the database keeps none (its accounts are never cached stale)")

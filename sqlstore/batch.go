@@ -34,20 +34,21 @@ func (s *Store) GetMany(ctx context.Context, res *resourceapi.Resource, ids []in
 		missing = append(missing, id)
 		fills = append(fills, f)
 	}
+	check := s.identityCheck(ctx)
 	for len(missing) > 0 {
 		n := min(len(missing), maxBatch)
 		chunk := missing[:n]
 		err := s.reader.Read(ctx, func(ctx context.Context, tx Querier) error {
 			cols := s.readColumns(res)
 			q := s.newQuery()
-			q.WriteString("SELECT " + cols.list + " FROM " + res.Name + " WHERE id IN (" + q.ints(chunk) + ")")
+			q.WriteString("SELECT " + cols.list + s.versionColumn(check) + " FROM " + res.Name + " WHERE id IN (" + q.ints(chunk) + ")")
 			rows, err := tx.QueryContext(ctx, q.String(), q.args...)
 			if err != nil {
 				return err
 			}
 			defer rows.Close()
 			for rows.Next() {
-				rec, err := cols.scan(rows, nil)
+				rec, err := s.scanChecked(rows, cols, check)
 				if err != nil {
 					return err
 				}
@@ -98,6 +99,7 @@ func (s *Store) ListEach(ctx context.Context, res *resourceapi.Resource, field s
 		return cached.Records, nil
 	}
 	var out []resourceapi.Record
+	check := s.identityCheck(ctx)
 	for rest := values; len(rest) > 0; {
 		n := min(len(rest), maxBatch)
 		chunk := rest[:n]
@@ -108,7 +110,7 @@ func (s *Store) ListEach(ctx context.Context, res *resourceapi.Resource, field s
 			q := s.newQuery()
 			// The inner query numbers each value's matching records in the
 			// sort order; the outer reads the rows of each value's page.
-			q.WriteString("SELECT " + cols.list + " FROM " + res.Name + " WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY " +
+			q.WriteString("SELECT " + cols.list + s.versionColumn(check) + " FROM " + res.Name + " WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY " +
 				column(f) + " ORDER BY " + order + ") AS rn FROM " + res.Name)
 			q.where(res, lq, column(f)+" IN ("+q.ints(chunk)+")")
 			q.WriteString(") AS numbered WHERE rn > " + q.Arg(int64(lq.Offset)) + " AND rn <= " + q.Arg(int64(lq.Offset+lq.Limit)) +
@@ -119,7 +121,7 @@ func (s *Store) ListEach(ctx context.Context, res *resourceapi.Resource, field s
 			}
 			defer rows.Close()
 			for rows.Next() {
-				rec, err := cols.scan(rows, nil)
+				rec, err := s.scanChecked(rows, cols, check)
 				if err != nil {
 					return err
 				}

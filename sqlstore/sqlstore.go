@@ -312,10 +312,7 @@ func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource,
 		q.WriteString(")")
 	}
 	check := s.identityCheck(ctx)
-	if check != nil {
-		q.WriteString(", " + s.dialect.IdentityVersion())
-	}
-	q.WriteString(" FROM " + res.Name)
+	q.WriteString(s.versionColumn(check) + " FROM " + res.Name)
 	q.where(res, lq)
 	q.WriteString(" ORDER BY " + s.orderBy(res, lq))
 	q.WriteString(" LIMIT " + q.Arg(lq.Limit) + " OFFSET " + q.Arg(lq.Offset))
@@ -326,14 +323,8 @@ func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource,
 	}
 	defer rows.Close()
 	page.Records = make([]resourceapi.Record, 0, lq.Limit)
-	var version int64
 	for rows.Next() {
-		var rec resourceapi.Record
-		if check == nil {
-			rec, err = cols.scan(rows, &page.Total)
-		} else {
-			rec, err = cols.scanExtra(rows, &page.Total, &version)
-		}
+		rec, err := s.scanChecked(rows, cols, check, &page.Total)
 		if err != nil {
 			return page, err
 		}
@@ -341,9 +332,6 @@ func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource,
 	}
 	if err := rows.Err(); err != nil {
 		return page, err
-	}
-	if check != nil && len(page.Records) > 0 {
-		s.sawIdentity(check, version)
 	}
 	if len(page.Records) == 0 && lq.Offset > 0 {
 		// Past the last page there is no row to carry the total.
@@ -438,23 +426,11 @@ func (s *Store) Get(ctx context.Context, res *resourceapi.Resource, id int64) (r
 // version the statement saw.
 func (s *Store) get(ctx context.Context, db Querier, res *resourceapi.Resource, id int64, suffix string, check *resourceapi.IdentityCheck) (resourceapi.Record, error) {
 	cols := s.readColumns(res)
-	if check == nil {
-		row := db.QueryRowContext(ctx, "SELECT "+cols.list+" FROM "+res.Name+" WHERE id = "+s.dialect.Placeholder(1)+suffix, id)
-		rec, err := cols.scan(row, nil)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, nil
-		}
-		return rec, err
-	}
-	var version int64
-	row := db.QueryRowContext(ctx, "SELECT "+cols.list+", "+s.dialect.IdentityVersion()+
-		" FROM "+res.Name+" WHERE id = "+s.dialect.Placeholder(1)+suffix, id)
-	rec, err := cols.scanExtra(row, &version)
+	row := db.QueryRowContext(ctx, "SELECT "+cols.list+s.versionColumn(check)+" FROM "+res.Name+
+		" WHERE id = "+s.dialect.Placeholder(1)+suffix, id)
+	rec, err := s.scanChecked(row, cols, check)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
-	}
-	if err == nil {
-		s.sawIdentity(check, version)
 	}
 	return rec, err
 }
