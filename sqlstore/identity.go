@@ -48,12 +48,12 @@ func (s *Store) AccountByAPIKey(ctx context.Context, keyHash string) (resourceap
 	if err := ctx.Err(); err != nil {
 		return resourceapi.Account{}, err
 	}
-	key := "\x00key user " + keyHash
 	if s.accounts != nil {
 		return s.accounts.account(ctx, "key "+keyHash, func() (resourceapi.Account, error) {
 			return s.account(ctx, "k.key_hash = "+s.dialect.Placeholder(1), " JOIN api_keys k ON k.user_id = u.id", keyHash)
 		})
 	}
+	key := "\x00key user " + keyHash
 	v, ok, fill := s.cache.value(resourceapi.APIKeys, key)
 	if ok {
 		return s.AccountByID(ctx, v.(int64))

@@ -82,7 +82,8 @@ type Dialect interface {
 	SkipID(ctx context.Context, tx Execer, res *resourceapi.Resource, id int64) error
 	// IdentityVersion returns an expression whose value is the identity
 	// version (resourceapi.IdentityVersioner), which every commit that
-	// changes a user, an API key or a role moves on, or "" on a database
+	// changes what decides access (a user's roles, grants, password, email
+	// or deletion, an API key, a role) moves on, or "" on a database
 	// that only this process writes through the record cache (SQLite, whose
 	// cache sees every commit). With it, accounts have a cache of their own
 	// (accounts.go).
