@@ -1,0 +1,362 @@
+#!/usr/bin/env bash
+# bench/peers.sh: resourceapi against its peers, in one run on one machine.
+#
+# It builds the server and the bare net/http baseline (bench/bare), installs
+# PocketBase (examples/base, into a cache outside the repository) and
+# PostGraphile 4 (npm ci of bench/peers/package-lock.json, likewise), starts
+# resourceapi on SQLite and on a fresh PostgreSQL database, seeds both with
+# the same users and posts (bench/peers), gives PocketBase the same users and
+# PostGraphile its own database with the same rows, and then runs every
+# workload with wrk (-t1 -c64, a warm-up, then the measured run), round after
+# round. For each run it records the requests, latency, errors, the CPU time
+# of the server measured and of PostgreSQL, transactions and new sessions on
+# the database, the machine's other load, and the load average; at the end
+# it prints the table of the targets. Everything is on loopback and stopped
+# and dropped on exit. See bench/README.md ("Peers").
+#
+# Settings (environment): BENCH_DURATION (10s), BENCH_WARMUP (2s),
+# BENCH_CONNS (64), BENCH_ROUNDS (2), BENCH_USERS (10000), BENCH_POSTS (2),
+# BENCH_ONLY (comma-separated workloads; default all), BENCH_PROFILE=1
+# (profile the server: a build with bench/profile.go.in, CPU profiles of
+# round 1 and allocations per request), BENCH_OUT (a directory that keeps the
+# results, logs and profiles), BENCH_PEERS_CACHE (where PocketBase and
+# PostGraphile are installed, /tmp/resourceapi-bench-peers), BENCH_KEEP=1
+# (keep the databases). RESOURCEAPI_* variables pass through to both servers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+
+duration=${BENCH_DURATION:-10s}
+warmup=${BENCH_WARMUP:-2s}
+conns=${BENCH_CONNS:-64}
+rounds=${BENCH_ROUNDS:-2}
+users=${BENCH_USERS:-10000}
+posts=${BENCH_POSTS:-2}
+only=${BENCH_ONLY:-}
+profile=${BENCH_PROFILE:-}
+cache=${BENCH_PEERS_CACHE:-/tmp/resourceapi-bench-peers}
+pocketbase_version=v0.39.11
+pg=postgres://root@127.0.0.1:5432
+
+work=$(mktemp -d /tmp/resourceapi-peers.XXXXXX)
+out=${BENCH_OUT:-$work}
+mkdir -p "$out"
+pids=()
+dbs=()
+
+. bench/lib.sh
+
+cleanup() {
+	local pid db
+	for pid in ${pids[@]+"${pids[@]}"}; do stop "$pid"; done
+	for db in ${dbs[@]+"${dbs[@]}"}; do
+		if [ -z "${BENCH_KEEP:-}" ]; then
+			timeout 60 psql -h 127.0.0.1 -U root -d test -q -c "drop database if exists $db" || true
+		else
+			echo "kept database $db"
+		fi
+	done
+	if [ "$out" != "$work" ]; then cp "$work"/*.log "$out"/ 2>/dev/null || true; fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+say() { echo "== $*"; }
+load_average() { cut -d' ' -f1-3 /proc/loadavg; }
+
+say "start: $(uptime)"
+say "$(nproc) cores, go $(go env GOVERSION), results in $out"
+echo "# start: $(uptime)" >"$out/results.txt"
+
+# Tools. wrk comes from Debian; the peers are cached outside the repository.
+if ! command -v wrk >/dev/null; then
+	say "installing wrk"
+	timeout 300 apt-get install -y -qq wrk >/dev/null || { timeout 300 apt-get update -qq && timeout 300 apt-get install -y -qq wrk >/dev/null; }
+fi
+for tool in go psql node npm wrk curl; do
+	command -v "$tool" >/dev/null || { echo "peers.sh needs $tool" >&2; exit 1; }
+done
+
+say "build"
+bin=$work/resourceapi
+if [ -n "$profile" ]; then
+	# The profiling build: the same server with bench/profile.go.in compiled
+	# into package main through an overlay, so the repository is unchanged.
+	printf '{"Replace":{"%s":"%s"}}\n' "$repo/cmd/resourceapi/zz_benchprofile.go" "$repo/bench/profile.go.in" >"$work/overlay.json"
+	timeout 600 go build -overlay "$work/overlay.json" -o "$bin" ./cmd/resourceapi
+	mkdir -p "$out/profiles"
+else
+	timeout 600 go build -o "$bin" ./cmd/resourceapi
+fi
+timeout 300 go build -o "$work/bare" ./bench/bare
+timeout 300 go build -o "$work/peers" ./bench/peers
+
+pocketbase=$cache/pocketbase-$pocketbase_version/base
+if [ ! -x "$pocketbase" ]; then
+	say "installing PocketBase $pocketbase_version into $cache"
+	mkdir -p "$(dirname "$pocketbase")"
+	GOBIN=$(dirname "$pocketbase") timeout 900 go install "github.com/pocketbase/pocketbase/examples/base@$pocketbase_version"
+fi
+lock_sum=$(cat bench/peers/package.json bench/peers/package-lock.json | sha256sum | cut -c1-16)
+postgraphile_dir=$cache/postgraphile-$lock_sum
+if [ ! -x "$postgraphile_dir/node_modules/.bin/postgraphile" ]; then
+	say "installing PostGraphile (npm ci) into $postgraphile_dir"
+	rm -rf "$postgraphile_dir"
+	mkdir -p "$postgraphile_dir"
+	cp bench/peers/package.json bench/peers/package-lock.json "$postgraphile_dir/"
+	(cd "$postgraphile_dir" && timeout 600 npm ci --no-audit --no-fund --loglevel=error)
+fi
+say "PocketBase $pocketbase_version, PostGraphile $("$postgraphile_dir/node_modules/.bin/postgraphile" --version 2>/dev/null), $(wrk --version 2>&1 | head -n 1 | cut -d' ' -f1-2)"
+
+# CPU accounting. ticks PID: the process's user and system time, all its
+# threads. pg_ticks: every PostgreSQL process's, including the backends that
+# exited (the postmaster reaps them: its children's time), read again until
+# no child was reaped while the live ones were read, so that none is missed
+# or counted twice. busy_ticks: the machine's non-idle time, all cores.
+clk_tck=$(getconf CLK_TCK)
+ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
+postmaster=
+if datadir=$(psql -h 127.0.0.1 -U root -d test -Atc "show data_directory" 2>/dev/null) && [ -r "$datadir/postmaster.pid" ]; then
+	postmaster=$(head -n 1 "$datadir/postmaster.pid")
+fi
+pg_ticks() {
+	local _ before after live
+	if [ -n "$postmaster" ]; then
+		for _ in $(seq 20); do
+			# The postmaster's own time and its reaped children's; the
+			# processes' names are "postgres", without spaces.
+			before=$(awk '{ print $14 + $15 + $16 + $17 }' "/proc/$postmaster/stat")
+			live=$(pgrep -P "$postmaster" | sed 's|.*|/proc/&/stat|' | xargs cat 2>/dev/null | awk '{ s += $14 + $15 } END { print s + 0 }')
+			after=$(awk '{ print $14 + $15 + $16 + $17 }' "/proc/$postmaster/stat")
+			if [ "$before" = "$after" ]; then
+				echo $((after + live))
+				return
+			fi
+		done
+	fi
+	echo -1
+}
+busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
+# pg_stats DB: sessions started and transactions committed on the database.
+pg_stats() { psql -h 127.0.0.1 -U root -d test -Atc "select sessions, xact_commit from pg_stat_database where datname = '$1'" | tr '|' ' '; }
+
+new_pg_db() {
+	timeout 60 psql -h 127.0.0.1 -U root -d test -q -c "create database $1"
+	dbs+=("$1")
+}
+
+admin_email=admin@bench.example
+admin_password=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
+
+# start_resourceapi NAME DBURL: starts the server on a free port and sets
+# NAME_url, NAME_pid, NAME_pprof and NAME_key (an API key of the admin).
+start_resourceapi() {
+	local name=$1 dburl=$2 port pprof_port key pid
+	port=$(free_port)
+	pprof_port=$(free_port)
+	BENCH_PPROF_ADDR=$([ -n "$profile" ] && echo "127.0.0.1:$pprof_port" || true) \
+		RESOURCEAPI_ADDR=127.0.0.1:$port \
+		RESOURCEAPI_DATABASE_URL=$dburl \
+		RESOURCEAPI_ADMIN_EMAIL=$admin_email \
+		RESOURCEAPI_ADMIN_PASSWORD=$admin_password \
+		RESOURCEAPI_RATE_LIMIT=${RESOURCEAPI_RATE_LIMIT:-0} \
+		"$bin" serve >"$work/resourceapi-$name.log" 2>&1 &
+	pid=$!
+	pids+=("$pid")
+	if ! wait_listening "$pid" "$port"; then
+		echo "resourceapi ($name) did not start:" >&2
+		tail -n 20 "$work/resourceapi-$name.log" >&2
+		exit 1
+	fi
+	key=$(RESOURCEAPI_DATABASE_URL=$dburl timeout 60 "$bin" apikey create --user "$admin_email" 2>>"$work/resourceapi-$name.log" | tail -n 1)
+	printf -v "${name}_url" '%s' "http://127.0.0.1:$port"
+	printf -v "${name}_pid" '%s' "$pid"
+	printf -v "${name}_pprof" '%s' "$([ -n "$profile" ] && echo "127.0.0.1:$pprof_port" || true)"
+	printf -v "${name}_key" '%s' "$key"
+	say "resourceapi on $name: 127.0.0.1:$port (pid $pid)"
+}
+
+stamp=$(date +%s)_$$
+pg_db=resourceapi_peers_$stamp
+pgl_db=resourceapi_peers_${stamp}_postgraphile
+new_pg_db "$pg_db"
+start_resourceapi sqlite "$work/resourceapi.db"
+start_resourceapi pg "$pg/$pg_db?sslmode=disable"
+
+say "seed: $users users with $posts posts each, on SQLite and PostgreSQL"
+timeout 600 "$work/peers" seed -url "$sqlite_url" -header "X-API-Key:$sqlite_key" -users "$users" -posts "$posts"
+timeout 600 "$work/peers" seed -url "$pg_url" -header "X-API-Key:$pg_key" -users "$users" -posts "$posts"
+timeout 300 psql -h 127.0.0.1 -U root -d "$pg_db" -q -c "VACUUM ANALYZE"
+
+say "PostGraphile's database: the same users and posts"
+new_pg_db "$pgl_db"
+timeout 60 psql -h 127.0.0.1 -U root -d "$pgl_db" -q <<'SQL'
+CREATE TABLE users (
+    id    integer PRIMARY KEY,
+    name  text    NOT NULL,
+    email text    NOT NULL UNIQUE,
+    age   integer
+);
+CREATE TABLE posts (
+    id        integer PRIMARY KEY,
+    author_id integer NOT NULL REFERENCES users (id),
+    title     text    NOT NULL,
+    content   text    NOT NULL
+);
+CREATE INDEX posts_author_id ON posts (author_id);
+SQL
+for copy in "users:id, name, email, age" "posts:id, author_id, title, content"; do
+	table=${copy%%:*}
+	timeout 120 psql -h 127.0.0.1 -U root -d "$pg_db" -q -c "\\copy (SELECT ${copy#*:} FROM $table ORDER BY id) TO STDOUT" |
+		timeout 120 psql -h 127.0.0.1 -U root -d "$pgl_db" -q -c "\\copy $table FROM STDIN"
+done
+timeout 300 psql -h 127.0.0.1 -U root -d "$pgl_db" -q -c "VACUUM ANALYZE"
+
+port=$(free_port)
+jwt_secret=$(head -c 32 /dev/urandom | base64 | tr -d '/+=')
+NODE_ENV=production "$postgraphile_dir/node_modules/.bin/postgraphile" \
+	-c "$pg/$pgl_db?sslmode=disable" --host 127.0.0.1 --port "$port" \
+	--disable-query-log --jwt-secret "$jwt_secret" >"$work/postgraphile.log" 2>&1 &
+pgl_pid=$!
+pids+=("$pgl_pid")
+wait_listening "$pgl_pid" "$port" || { tail -n 20 "$work/postgraphile.log" >&2; exit 1; }
+pgl_url=http://127.0.0.1:$port
+pgl_token=$("$work/peers" jwt -secret "$jwt_secret")
+say "PostGraphile: 127.0.0.1:$port (pid $pgl_pid)"
+
+say "PocketBase: $users records"
+port=$(free_port)
+pb_dir=$work/pocketbase
+timeout 60 "$pocketbase" superuser upsert "$admin_email" "$admin_password" --dir "$pb_dir/data" >>"$work/pocketbase.log" 2>&1
+"$pocketbase" serve --http "127.0.0.1:$port" --dir "$pb_dir/data" --hooksDir "$pb_dir/hooks" \
+	--migrationsDir "$pb_dir/migrations" --publicDir "$pb_dir/public" --automigrate=false >>"$work/pocketbase.log" 2>&1 &
+pb_pid=$!
+pids+=("$pb_pid")
+wait_listening "$pb_pid" "$port" || { tail -n 20 "$work/pocketbase.log" >&2; exit 1; }
+pb_url=http://127.0.0.1:$port
+pb_token=$(timeout 600 "$work/peers" pocketbase -url "$pb_url" -email "$admin_email" -password "$admin_password" -users "$users")
+
+port=$(free_port)
+"$work/bare" -addr "127.0.0.1:$port" 2>>"$work/bare.log" &
+bare_pid=$!
+pids+=("$bare_pid")
+wait_listening "$bare_pid" "$port"
+bare_url=http://127.0.0.1:$port
+
+# The workloads, in the order each round runs them (writes last, so that the
+# reads of every round see the same rows): name, server, method, path, body.
+# Servers: bare, sqlite and pg (resourceapi), pb (PocketBase), pgl
+# (PostGraphile). See bench/peers.lua for ${id}, ${pbid}, ${page}, ${age}
+# and ${seq}.
+user_post='{"name":"Load ${seq}","email":"load-${seq}@load.test","age":30}'
+gql_get='{"query":"query($id: ID!) { user(id: $id) { name email } }","variables":{"id":"${id}"}}'
+workloads=(
+	"bare|bare|GET|/api/users/\${id}|"
+	"pg-get|pg|GET|/api/users/\${id}|"
+	"pg-gql-get|pg|POST|/graphql|$gql_get"
+	'pgl-get|pgl|POST|/graphql|{"query":"query($id: Int!) { userById(id: $id) { name email } }","variables":{"id":${id}}}'
+	'pg-gql-list|pg|POST|/graphql|{"query":"{ users(limit: 20) { id name posts { title } } }"}'
+	'pgl-list|pgl|POST|/graphql|{"query":"{ allUsers(first: 20, orderBy: PRIMARY_KEY_ASC) { nodes { id name postsByAuthorId { nodes { title } } } } }"}'
+	"pg-page3|pg|GET|/api/users?page=3&limit=20|"
+	"pg-page-rand|pg|GET|/api/users?page=\${page}&limit=20|"
+	"pg-search|pg|GET|/api/users?q=abc&sort=name&order=desc&limit=20|"
+	"pg-search-none|pg|GET|/api/users?q=qzx&sort=name&order=desc&limit=20|"
+	"pg-search-all|pg|GET|/api/users?q=example&sort=name&order=desc&limit=20|"
+	"sqlite-get|sqlite|GET|/api/users/\${id}|"
+	"pb-get|pb|GET|/api/collections/people/records/\${pbid}|"
+	"sqlite-gql-get|sqlite|POST|/graphql|$gql_get"
+	"pg-post|pg|POST|/api/users|$user_post"
+	"pg-patch|pg|PATCH|/api/users/\${id}|"'{"age":${age}}'
+	"sqlite-post|sqlite|POST|/api/users|$user_post"
+	"pb-post|pb|POST|/api/collections/people/records|$user_post"
+)
+
+selected() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
+
+# server_of SERVER sets url, pid, auth (a header), db (PostgreSQL database
+# whose statistics the run reads, or empty) and pprof.
+server_of() {
+	pprof=
+	db=
+	case $1 in
+	bare) url=$bare_url pid=$bare_pid auth= ;;
+	sqlite) url=$sqlite_url pid=$sqlite_pid auth="X-API-Key: $sqlite_key" pprof=$sqlite_pprof ;;
+	pg) url=$pg_url pid=$pg_pid auth="X-API-Key: $pg_key" pprof=$pg_pprof db=$pg_db ;;
+	pb) url=$pb_url pid=$pb_pid auth="Authorization: $pb_token" ;;
+	pgl) url=$pgl_url pid=$pgl_pid auth="Authorization: Bearer $pgl_token" db=$pgl_db ;;
+	esac
+}
+
+# Before the rounds, each shape once with curl: a 2xx, and for GraphQL data
+# without errors; and the search's number of matches.
+say "checking every workload once"
+fill() { local s=${1//\$\{id\}/42}; s=${s//\$\{pbid\}/u00000000000042}; s=${s//\$\{page\}/7}; s=${s//\$\{age\}/30}; echo "${s//\$\{seq\}/check-$stamp}"; }
+for w in "${workloads[@]}"; do
+	IFS='|' read -r name server method path body <<<"$w"
+	selected "$name" || continue
+	server_of "$server"
+	args=(-s -o "$work/check.body" -w '%{http_code}' -X "$method" --max-time 10)
+	[ -n "$auth" ] && args+=(-H "$auth")
+	[ -n "$body" ] && args+=(-H 'Content-Type: application/json' --data-binary "$(fill "$body")")
+	status=$(curl "${args[@]}" "$url$(fill "$path")")
+	if [[ $status != 2* ]] || { [ "$path" = /graphql ] && grep -q '"errors"' "$work/check.body"; }; then
+		echo "$name: $method $(fill "$path") answered $status: $(head -c 300 "$work/check.body")" >&2
+		exit 1
+	fi
+done
+matches=$(curl -s -H "X-API-Key: $pg_key" "$pg_url/api/users?q=abc&limit=1" | sed -n 's/.*"total":\([0-9]*\).*/\1/p')
+say "q=abc matches $matches users on PostgreSQL"
+
+# measure NAME SERVER METHOD PATH BODY ROUND: a warm-up, then the measured
+# run, appended to results.txt.
+measure() {
+	local name=$1 method=$3 path=$4 body=$5 round=$6
+	local hdr=() s0 s1 p0 p1 b0 b1 t0 t1 st0 st1 a0 a1 wrk_ms line prof_pid=
+	server_of "$2"
+	[ -n "$auth" ] && hdr+=(-H "$auth")
+	[ -n "$body" ] && hdr+=(-H 'Content-Type: application/json')
+	export WRK_METHOD=$method WRK_PATH=$path WRK_BODY=$body WRK_IDS=$users WRK_PAGES=$((users / 20))
+	WRK_TAG=w$(date +%s%N) timeout 60 wrk -t1 -c"$conns" -d"$warmup" --timeout 5s -s bench/peers.lua ${hdr[@]+"${hdr[@]}"} "$url" >/dev/null
+	if [ -n "$pprof" ] && [ "$round" = 1 ]; then
+		local secs=${duration%s}
+		curl -s --max-time $((secs + 30)) -o "$out/profiles/$name.pprof" "http://$pprof/debug/pprof/profile?seconds=$((secs > 3 ? secs - 2 : 1))" &
+		prof_pid=$!
+	fi
+	a0=$([ -n "$pprof" ] && curl -s "http://$pprof/debug/allocs-count" || echo "-1 -1")
+	st0=$([ -n "$db" ] && pg_stats "$db" || echo "-1 -1")
+	s0=$(ticks "$pid") p0=$(pg_ticks) b0=$(busy_ticks) t0=$(date +%s%N)
+	TIMEFORMAT='%3U %3S'
+	{ time WRK_TAG=m$(date +%s%N) timeout 120 wrk -t1 -c"$conns" -d"$duration" --timeout 5s -s bench/peers.lua \
+		${hdr[@]+"${hdr[@]}"} "$url" >"$work/wrk.out"; } 2>"$work/wrk.time"
+	b1=$(busy_ticks) t1=$(date +%s%N) s1=$(ticks "$pid") p1=$(pg_ticks)
+	st1=$([ -n "$db" ] && pg_stats "$db" || echo "-1 -1")
+	a1=$([ -n "$pprof" ] && curl -s "http://$pprof/debug/allocs-count" || echo "-1 -1")
+	[ -n "$prof_pid" ] && wait "$prof_pid"
+	wrk_ms=$(awk '{ printf "%d", ($1 + $2) * 1000 }' "$work/wrk.time")
+	line=$(grep '^WRK ' "$work/wrk.out" | cut -d' ' -f2-)
+	read -r ss0 xa0 <<<"$st0"
+	read -r ss1 xa1 <<<"$st1"
+	read -r ao0 ab0 <<<"$a0"
+	read -r ao1 ab1 <<<"$a1"
+	local pg_part= stats_part= alloc_part=
+	if [ -n "$db" ] && [ "$p0" != -1 ] && [ "$p1" != -1 ]; then pg_part="pg_ticks=$((p1 - p0))"; fi
+	if [ "$ss0" != -1 ]; then stats_part="sessions=$((ss1 - ss0)) xacts=$((xa1 - xa0))"; fi
+	if [ "$ao0" != -1 ]; then alloc_part="allocs=$((ao1 - ao0)) alloc_bytes=$((ab1 - ab0))"; fi
+	echo "round=$round name=$name $line server_ticks=$((s1 - s0)) $pg_part busy_ticks=$((b1 - b0)) busy_ms=$(((t1 - t0) / 1000000)) cores=$(nproc) clk_tck=$clk_tck wrk_ms=$wrk_ms $stats_part $alloc_part load=$(load_average | tr ' ' _)" >>"$out/results.txt"
+	printf '%-15s round %s: %s\n' "$name" "$round" "$(tail -n 1 "$out/results.txt" | grep -o 'requests=[0-9]*\|p99_us=[0-9]*\|status=[0-9]*\|load=[^ ]*' | tr '\n' ' ')"
+}
+
+say "load: wrk -t1 -c$conns, $warmup warm-up, $duration measured, $rounds rounds"
+for round in $(seq "$rounds"); do
+	say "round $round: load average $(load_average)"
+	echo "# round $round: $(uptime)" >>"$out/results.txt"
+	for w in "${workloads[@]}"; do
+		IFS='|' read -r name server method path body <<<"$w"
+		selected "$name" || continue
+		measure "$name" "$server" "$method" "$path" "$body" "$round"
+	done
+done
+echo "# end: $(uptime)" >>"$out/results.txt"
+
+say "end: $(uptime)"
+"$work/peers" table "$out/results.txt" | tee "$out/table.txt"
