@@ -112,3 +112,34 @@ start_server() {
 	fi
 	base=http://127.0.0.1:$port
 }
+
+# peer_workloads sets workloads to the shapes bench/peers.sh measures (and
+# bench/statements.sh traces), in the order each round runs them (writes
+# last, so that the reads of every round see the same rows), each
+# "name|server|method|path|body". Servers: bare, sqlite and pg (resourceapi),
+# pb (PocketBase), pgl (PostGraphile). See bench/peers.lua for ${id},
+# ${pbid}, ${page}, ${age} and ${seq}.
+peer_workloads() {
+	user_post='{"name":"Load ${seq}","email":"load-${seq}@load.test","age":30}'
+	gql_get='{"query":"query($id: ID!) { user(id: $id) { name email } }","variables":{"id":"${id}"}}'
+	workloads=(
+		"bare|bare|GET|/api/users/\${id}|"
+		"pg-get|pg|GET|/api/users/\${id}|"
+		"pg-gql-get|pg|POST|/graphql|$gql_get"
+		'pgl-get|pgl|POST|/graphql|{"query":"query($id: Int!) { userById(id: $id) { name email } }","variables":{"id":${id}}}'
+		'pg-gql-list|pg|POST|/graphql|{"query":"{ users(limit: 20) { id name posts { title } } }"}'
+		'pgl-list|pgl|POST|/graphql|{"query":"{ allUsers(first: 20, orderBy: PRIMARY_KEY_ASC) { nodes { id name postsByAuthorId { nodes { title } } } } }"}'
+		"pg-page3|pg|GET|/api/users?page=3&limit=20|"
+		"pg-page-rand|pg|GET|/api/users?page=\${page}&limit=20|"
+		"pg-search|pg|GET|/api/users?q=abc&sort=name&order=desc&limit=20|"
+		"pg-search-none|pg|GET|/api/users?q=qzx&sort=name&order=desc&limit=20|"
+		"pg-search-all|pg|GET|/api/users?q=example&sort=name&order=desc&limit=20|"
+		"sqlite-get|sqlite|GET|/api/users/\${id}|"
+		"pb-get|pb|GET|/api/collections/people/records/\${pbid}|"
+		"sqlite-gql-get|sqlite|POST|/graphql|$gql_get"
+		"pg-post|pg|POST|/api/users|$user_post"
+		"pg-patch|pg|PATCH|/api/users/\${id}|"'{"age":${age}}'
+		"sqlite-post|sqlite|POST|/api/users|$user_post"
+		"pb-post|pb|POST|/api/collections/people/records|$user_post"
+	)
+}

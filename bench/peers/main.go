@@ -8,6 +8,7 @@
 //	peers pocketbase -url http://127.0.0.1:8090 -email a@b.c -password p -users 10000
 //	peers jwt -secret S
 //	peers table results.txt
+//	peers statements -requests 10 -explain explain.sql <log-lines
 //
 // The data set: users 1..N, user 1 being the service's first admin (it
 // exists before the seed), user i named "User 00042" with email
@@ -55,7 +56,7 @@ func main() {
 	}
 }
 
-const usage = "usage: peers seed|pocketbase|jwt|table [flags]"
+const usage = "usage: peers seed|pocketbase|jwt|table|statements [flags]"
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -70,6 +71,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return jwtCommand(args[1:], stdout, stderr)
 	case "table":
 		return tableCommand(args[1:], stdout, stderr)
+	case "statements":
+		return statementsCommand(args[1:], os.Stdin, stdout, stderr)
 	}
 	return fmt.Errorf("unknown command %q: %s", args[0], usage)
 }
