@@ -572,7 +572,7 @@ func TestSubscriptionWriteTimeout(t *testing.T) {
 			t.Parallel()
 			s := mustServer(t, backends()[0].open(t, nil), func(o *graph.Options, _ *rhttp.Config) {
 				o.WebSocket.WriteTimeout = 100 * time.Millisecond
-				o.WebSocket.MaxQueueBytes = 1 << 30 // not what ends it
+				o.WebSocket.MaxQueueBytes = 1 << 30  // not what ends it
 				o.WebSocket.PingInterval = time.Hour // no ping ends it
 			})
 			s.stuckSubscriber(t, proto)
