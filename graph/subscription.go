@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"time"
 
 	"github.com/resourceapi/resourceapi"
 )
@@ -29,12 +30,22 @@ func subscribe[T any](ctx context.Context, h *Handler, res *resourceapi.Resource
 	if err != nil {
 		return nil, err
 	}
-	if err := h.cfg.Service.Authorize(ctx, c, res, resourceapi.OpRead); err != nil {
-		return nil, err
-	}
 	sub := wsSubFrom(ctx)
 	if sub == nil {
 		return nil, resourceapi.Errorf(resourceapi.CodeBadRequest, "Subscriptions are served over WebSocket")
+	}
+	if sess := sub.c.session; sess != nil {
+		// As the caller is now, not as connection_init found it.
+		err = h.cfg.Service.Confirm(ctx, sess, time.Now(), res)
+		switch resourceapi.ErrorCode(err) {
+		case resourceapi.CodeInvalidToken, resourceapi.CodeUnauthenticated:
+			sub.c.closeWith(closeForbidden, "Forbidden: the credential is no longer valid")
+		}
+	} else {
+		err = h.cfg.Service.Authorize(ctx, c, res, resourceapi.OpRead)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if h.cfg.Events == nil {
 		return nil, resourceapi.Errorf(resourceapi.CodeUnavailable, "Subscriptions are not available")

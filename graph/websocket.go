@@ -701,6 +701,9 @@ func (c *wsConn) confirm(queue []wsPending) bool {
 		case "":
 			continue
 		case resourceapi.CodeForbidden:
+			// The caller is refreshed first: a subscribe that follows the
+			// error is decided as the caller is now.
+			c.refreshCaller(sess)
 			c.endSubscriptions(res, err)
 			continue
 		case resourceapi.CodeInvalidToken, resourceapi.CodeUnauthenticated:
