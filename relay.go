@@ -45,6 +45,15 @@ type Publisher interface {
 	Publish(ctx context.Context, events []Event) error
 }
 
+// Pacer is implemented by a Publisher whose subscribers may take events
+// more slowly than the publisher hands them over (a process's hub, whose
+// subscribers are network clients): Ready returns once they can take more,
+// so that a burst waits where it is (the outbox, a stream) rather than in
+// memory. It fails only when ctx ends.
+type Pacer interface {
+	Ready(ctx context.Context) error
+}
+
 // Relay defaults.
 const (
 	// DefaultRelayPoll is how often a relay looks for events it was not
@@ -103,8 +112,9 @@ type RelayConfig struct {
 // this process commits events (EventsWritten), every Poll for the others',
 // and again after failures, backing off up to 5 seconds while the
 // publisher or the database does not answer. Events wait in the outbox
-// meanwhile: none is lost. It deletes published events once Retention has
-// passed, in small batches.
+// meanwhile: none is lost. A Publisher that is a Pacer is asked before each
+// batch, so that a burst waits in the outbox while subscribers drain. It
+// deletes published events once Retention has passed, in small batches.
 type Relay struct {
 	outbox    Outbox
 	publisher Publisher
@@ -202,7 +212,11 @@ func backoff(poll time.Duration, n int) time.Duration {
 // round publishes batches until the outbox has no more, and reports whether
 // it got there without an error.
 func (r *Relay) round(ctx context.Context) bool {
+	pacer, _ := r.publisher.(Pacer)
 	for ctx.Err() == nil {
+		if pacer != nil && pacer.Ready(ctx) != nil {
+			return false
+		}
 		bctx, cancel := context.WithTimeout(ctx, r.timeout)
 		n, err := r.outbox.PublishEvents(bctx, relayBatch, r.publisher.Publish)
 		cancel()

@@ -19,6 +19,9 @@ import (
 type Service struct {
 	store  Store
 	hasher PasswordHasher
+	// identity shares the reads of the identity version among the
+	// sessions Confirm keeps current (session.go).
+	identity identityWatch
 }
 
 // NewService returns the rule layer over store. hasher hashes password

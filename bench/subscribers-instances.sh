@@ -28,7 +28,8 @@ psql -h 127.0.0.1 -U root -d test -q -c "create database $db"
 export RESOURCEAPI_DATABASE_URL="postgres://root@127.0.0.1:5432/$db?sslmode=disable" \
 	RESOURCEAPI_REDIS_URL=redis://127.0.0.1:6379/0 RESOURCEAPI_EVENTS_STREAM="$stream" \
 	RESOURCEAPI_ADMIN_EMAIL=admin@bench.example RESOURCEAPI_ADMIN_PASSWORD=bench-password \
-	RESOURCEAPI_RATE_LIMIT=0 RESOURCEAPI_ACCESS_LOG=false
+	RESOURCEAPI_RATE_LIMIT=0 RESOURCEAPI_ACCESS_LOG=false \
+	RESOURCEAPI_WS_MAX_PER_USER=0 RESOURCEAPI_WS_MAX_PER_ADDR=0
 "$work/resourceapi" migrate 2>/dev/null
 ulimit -n "$(ulimit -Hn)"
 urls=()

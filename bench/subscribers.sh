@@ -17,7 +17,8 @@ trap cleanup EXIT
 go build -o "$work/resourceapi" ./cmd/resourceapi
 go build -o "$work/subscribers" ./bench/subscribers
 export RESOURCEAPI_DATABASE_URL="$work/db.sqlite" RESOURCEAPI_ADMIN_EMAIL=admin@bench.example \
-	RESOURCEAPI_ADMIN_PASSWORD=bench-password RESOURCEAPI_RATE_LIMIT=0 RESOURCEAPI_ACCESS_LOG=false
+	RESOURCEAPI_ADMIN_PASSWORD=bench-password RESOURCEAPI_RATE_LIMIT=0 RESOURCEAPI_ACCESS_LOG=false \
+	RESOURCEAPI_WS_MAX_PER_USER=0 RESOURCEAPI_WS_MAX_PER_ADDR=0
 "$work/resourceapi" migrate 2>/dev/null
 ulimit -n "$(ulimit -Hn)"
 RESOURCEAPI_ADDR=127.0.0.1:0 "$work/resourceapi" serve 2>"$work/server.log" &

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/resourceapi/resourceapi"
+	"github.com/resourceapi/resourceapi/graph"
+	rhttp "github.com/resourceapi/resourceapi/http"
 	"github.com/resourceapi/resourceapi/sqlite"
 )
 
@@ -78,7 +80,9 @@ func BenchmarkUserREST(b *testing.B) {
 // measures with 10,000, the clients in the same process: an op is one
 // event reaching every subscriber.
 func BenchmarkFanOut(b *testing.B) {
-	s := mustServer(b, backends()[0].open(b, nil))
+	s := mustServer(b, backends()[0].open(b, nil), func(o *graph.Options, _ *rhttp.Config) {
+		o.WebSocket.MaxPerCaller, o.WebSocket.MaxPerAddr = -1, -1 // one key, one address
+	})
 	const n = 1000
 	var got atomic.Int64
 	all := make(chan struct{}, 1)

@@ -32,6 +32,9 @@ const (
 	DefaultMaxQueryBytes   = 32 << 10
 	DefaultMaxTokens       = 5000
 	DefaultQueryCacheSize  = 1000
+	DefaultMaxQueueBytes   = 16 << 20
+	DefaultMaxPerCaller    = 64
+	DefaultMaxPerAddr      = 256
 )
 
 // Options is what a Handler is made from. Service is required.
@@ -105,9 +108,21 @@ type WebSocketOptions struct {
 	// MaxSubscriptions bounds the subscriptions open at once on one
 	// connection (default 20).
 	MaxSubscriptions int
-	// Buffer is how many events a subscriber may fall behind (default 16);
-	// one further behind is disconnected with 1008.
-	Buffer int
+	// MaxQueueBytes bounds the events waiting to be sent on one connection
+	// (default 16 MiB, each event counted at its estimated size as if no
+	// other connection shared it); past it the connection is closed with
+	// 1008. It is the last guard: the sources of events wait for clients
+	// that read (see pace.go), so only a client that stops reading gets near
+	// it, and WriteTimeout closes that one first unless events are huge.
+	MaxQueueBytes int64
+	// MaxPerCaller bounds the connections one user holds open at once on
+	// this instance (default 64; negative: no cap); past it connection_init
+	// is answered by a close with 4429.
+	MaxPerCaller int
+	// MaxPerAddr bounds the connections open at once from one client
+	// address (default 256; negative: no cap); past it the upgrade is
+	// refused with 429.
+	MaxPerAddr int
 }
 
 // Handler serves /graphql and what is under it. It is an http.Handler for
@@ -126,7 +141,9 @@ type Handler struct {
 	renders renders
 	// converted is the last event the hub handed to subscriptions, as
 	// the GraphQL value they all receive (see converted).
-	converted atomic.Pointer[convertedEvent]
+	converted atomic.Pointer[sharedEvent]
+	// pace is what Ready waits for (pace.go).
+	pace pace
 }
 
 //go:embed schema/*.graphqls
@@ -205,7 +222,15 @@ func setDefaults(cfg *Options) {
 		ws.MaxMessageBytes = 64 << 10
 	}
 	def(&ws.MaxSubscriptions, 20)
-	def(&ws.Buffer, 16)
+	if ws.MaxQueueBytes <= 0 {
+		ws.MaxQueueBytes = DefaultMaxQueueBytes
+	}
+	if ws.MaxPerCaller == 0 {
+		ws.MaxPerCaller = DefaultMaxPerCaller
+	}
+	if ws.MaxPerAddr == 0 {
+		ws.MaxPerAddr = DefaultMaxPerAddr
+	}
 }
 
 // schemaText returns the schema's files, in order, as one document.

@@ -157,6 +157,7 @@ func mustServerWith(tb testing.TB, st store, opts ...func(*graph.Options, *rhttp
 		tb.Cleanup(func() { cancel(); <-done })
 	}
 	gql := graph.New(gopts)
+	hub.SetPacer(gql.Ready) // as serve wires it
 	hcfg.GraphQL = gql
 	ts := httptest.NewUnstartedServer(rhttp.NewServer(hcfg).Handler())
 	ts.Start()

@@ -4,14 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
-	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/coder/websocket"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -26,11 +27,24 @@ import (
 //
 // It is built for many idle subscribers: a connection costs one goroutine,
 // its reader, and a subscription none. An event reaches a subscription
-// through the hub's callback (resourceapi.Events.Listen) into a bounded
-// buffer, and the handler's writers (writers.go), goroutines that run only
-// while connections have events to send, turn them into messages. Timers,
-// not goroutines, carry the init timeout, the keep-alive pings and the
-// write deadline.
+// through the hub's callback (resourceapi.Events.Listen), which queues it on
+// the connection (one small entry pointing at the event's value, which every
+// subscription shares), and the handler's writers (writers.go), goroutines
+// that run only while connections have events to send, turn them into
+// messages. Timers, not goroutines, carry the init timeout, the keep-alive
+// pings, the write deadline and the end of a bearer token.
+//
+// Nothing counts events against a subscriber: one that keeps reading
+// receives every event, whatever the burst. Memory is bounded otherwise
+// (see pace.go): the sources of events wait for the connections that are
+// being written to drain before they hand over more, a connection whose
+// write makes no progress for WriteTimeout is closed, and
+// WebSocketOptions.MaxQueueBytes is the last guard of one connection.
+//
+// Before events are sent on a connection, the rule layer confirms that its
+// caller may still receive them (resourceapi.Service.Confirm): a revoked
+// credential closes the connection with 4403, a withdrawn permission ends
+// the subscriptions it covered with an error.
 
 // WebSocket close codes.
 const (
@@ -40,7 +54,9 @@ const (
 	closeInitTimeout  = 4408 // no connection_init within WebSocketOptions.InitTimeout
 	closeDuplicateID  = 4409 // subscribe with the id of an active subscription
 	closeTooManyInits = 4429 // a second connection_init
-	closeTooSlow      = 1008 // policy violation: the subscriber fell behind its buffer
+	closeTooMany      = 4429 // more connections of one caller than WebSocketOptions.MaxPerCaller
+	closeTooSlow      = 1008 // policy violation: more queued than MaxQueueBytes
+	closeInternal     = 1011 // the caller could not be confirmed (the store failed)
 )
 
 const (
@@ -70,10 +86,23 @@ func (t wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 	c := &wsConn{h: h, exec: exec, ctx: ctx, cancel: cancel, subs: make(map[string]*wsSub)}
 	if h.cfg.ClientIP != nil {
 		c.client = h.cfg.ClientIP(r)
+	} else if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		c.client = host
 	}
-	if !h.conns.add(c) {
+	// The credential of the upgrade request, which package http verified
+	// already: kept to confirm the connection's caller later.
+	c.upgradeCred, c.upgradeErr = resourceapi.ParseCredential(r.Header.Values("X-Api-Key"), r.Header.Values("Authorization"))
+	c.upgradeCred.Client = c.client
+	switch h.conns.add(c, h.cfg.WebSocket.MaxPerAddr) {
+	case addShuttingDown:
 		cancel()
 		writeRequestError(w, http.StatusServiceUnavailable, mediaJSON, "UNAVAILABLE", "The server is shutting down")
+		return
+	case addTooMany:
+		cancel()
+		w.Header().Set("Retry-After", "1")
+		writeRequestError(w, http.StatusTooManyRequests, mediaJSON, "RATE_LIMITED",
+			"Too many subscription connections from this address; close one first")
 		return
 	}
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
@@ -111,7 +140,11 @@ type wsConn struct {
 	exec   graphql.GraphExecutor
 	conn   *websocket.Conn
 	legacy bool   // the graphql-ws subprotocol, not graphql-transport-ws
-	client string // the client address, for password throttling
+	client string // the client address, for password throttling and the cap per address
+	// upgradeCred is the credential of the upgrade request (SchemeNone
+	// without one), upgradeErr why it could not be read.
+	upgradeCred resourceapi.Credential
+	upgradeErr  error
 	// ctx is the connection's: canceled when it ends (or by Shutdown),
 	// which ends its subscriptions.
 	ctx    context.Context
@@ -122,16 +155,29 @@ type wsConn struct {
 	// opCtx is the context of the connection's operations once
 	// connection_init is accepted: ctx with the caller; caller is the
 	// caller's callerKey.
-	opCtx     context.Context
-	caller    string
-	subs      map[string]*wsSub // active operations by id
-	counted   int               // subscriptions counted against the cap
-	queue     []wsPending       // one entry per event waiting to be sent
-	spare     []wsPending       // the array of the queue sent last, for the next
-	writing   bool              // with the writers, or being flushed
-	closed    bool
-	initTimer *time.Timer // until connection_init is accepted
-	pingTimer *time.Timer
+	opCtx   context.Context
+	caller  string
+	session *resourceapi.Session // the caller, as the rule layer confirms it
+	user    int64                // the caller's user, counted against MaxPerCaller; 0 when not counted
+	subs    map[string]*wsSub    // active operations by id
+	counted int                  // subscriptions counted against the cap
+	queue   []wsPending          // one entry per event waiting to be sent
+	spare   []wsPending          // the array of the queue sent last, for the next
+	writing bool                 // with the writers, or being flushed
+	closed  bool
+	// pending counts the entries queued or being sent, and pendingBytes
+	// what they hold (see pace.go).
+	pending      int
+	pendingBytes int64
+	over         bool // counted in Handler.pace as over paceHigh
+	initTimer    *time.Timer
+	pingTimer    *time.Timer
+	expiryTimer  *time.Timer // closes the connection when its bearer token expires
+
+	// writeSince is when the write in progress began (ns since the
+	// writers' epoch, | 1), or 0 between writes: a connection whose write
+	// makes no progress is not waited for (see pace.go).
+	writeSince atomic.Int64
 
 	// wmu serializes the connection's writes, so that one timer, armed
 	// for each write, bounds the write in progress.
@@ -143,30 +189,38 @@ type wsConn struct {
 type wsSub struct {
 	c      *wsConn
 	id     string
-	ctx    context.Context
+	ctx    context.Context // canceled when the operation ends
 	cancel context.CancelFunc
 	// responses is gqlgen's handler of the operation; for a subscription
-	// each call turns the next buffered event into a response.
+	// each call turns the value last fed (feed) into a response. rctx is
+	// the context it runs in: the operation's, with the caller the
+	// connection has now (refreshCaller).
 	responses graphql.ResponseHandler
+	rctx      context.Context
 	// doc identifies the operation (document, operation name and
 	// variables) for sharing renderings (see renders).
 	doc string
-	// skip drops the next buffered event, which another subscription
-	// rendered for this one.
-	skip func()
+	// res is the resource whose records the subscription reports, which
+	// its caller must still be allowed to read (Service.Confirm).
+	res *resourceapi.Resource
+	// feed hands the value of an event to the operation's stream, which
+	// responses reads next; end closes the stream. Both run on the writer
+	// that sends the subscription's events.
+	feed func(any)
+	end  func()
 	// Guarded by c.mu: listening is set by the resolver once it has
 	// registered with the hub; armed once responses is in place, and early
 	// holds the events that arrived before.
 	listening bool
 	armed     bool
-	early     []int64
+	early     []*sharedEvent
 }
 
-// wsPending is an event of a subscription waiting to be sent: its id, or 0
-// for the end of the stream.
+// wsPending is an event of a subscription waiting to be sent, or nil for
+// the end of the stream: two words, whatever the event.
 type wsPending struct {
-	s     *wsSub
-	event int64
+	s  *wsSub
+	ev *sharedEvent
 }
 
 type wsSubKey struct{}
@@ -194,6 +248,13 @@ func (c *wsConn) run() {
 		c.cancel()
 		c.stop()
 		c.h.conns.remove(c)
+		c.mu.Lock()
+		c.closed = true
+		if c.over {
+			c.over = false
+			c.h.pace.remove(c)
+		}
+		c.mu.Unlock()
 		c.conn.CloseNow()
 	}()
 	for {
@@ -267,8 +328,9 @@ func (c *wsConn) invalid(reason string) {
 
 // init accepts connection_init: it authenticates the payload's credential
 // ({"Authorization": "Bearer ..."}, {"X-API-Key": "..."} or Basic; names in
-// any case), or else takes the upgrade request's. Without a valid one the
-// connection is closed with 4403.
+// any case), or else the upgrade request's. Without a valid one the
+// connection is closed with 4403; past the caller's cap of connections
+// (WebSocketOptions.MaxPerCaller), with 4429.
 func (c *wsConn) init(payload json.RawMessage) {
 	c.mu.Lock()
 	inited := c.inited
@@ -286,16 +348,32 @@ func (c *wsConn) init(payload json.RawMessage) {
 			return
 		}
 	}
-	ctx, refused := c.h.authenticateInit(c.ctx, fields, c.client)
+	ctx, sess, refused := c.h.authenticateInit(c.ctx, fields, c)
 	if refused != "" {
 		c.closeWith(closeForbidden, refused)
 		return
 	}
+	who := resourceapi.CallerFrom(ctx)
+	if !c.h.conns.addCaller(c, who.UserID, c.h.cfg.WebSocket.MaxPerCaller) {
+		c.closeWith(closeTooMany, "Too many subscription connections for this caller; close one first")
+		return
+	}
 	c.mu.Lock()
-	c.inited, c.opCtx, c.caller = true, ctx, callerKey(resourceapi.CallerFrom(ctx))
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.inited, c.opCtx, c.caller, c.session = true, ctx, callerKey(who), sess
 	if c.initTimer != nil {
 		c.initTimer.Stop()
 		c.initTimer = nil // its memory goes to the write deadline's timer
+	}
+	if sess != nil && !sess.Expires().IsZero() {
+		// A bearer token ends the connection when it expires, whether or
+		// not an event comes.
+		c.expiryTimer = time.AfterFunc(time.Until(sess.Expires()), func() {
+			c.closeWith(closeForbidden, "Forbidden: the credential has expired")
+		})
 	}
 	c.mu.Unlock()
 	c.write(wsMessage{Type: "connection_ack"})
@@ -306,8 +384,9 @@ func (c *wsConn) init(payload json.RawMessage) {
 
 // authenticateInit returns ctx with the caller of a connection_init
 // payload's credential, or of the upgrade request's when the payload has
-// none; or else why the connection is refused, the reason of its close.
-func (h *Handler) authenticateInit(ctx context.Context, payload map[string]any, client string) (_ context.Context, refused string) {
+// none, and the session the rule layer confirms that caller by before each
+// delivery; or else why the connection is refused, the reason of its close.
+func (h *Handler) authenticateInit(ctx context.Context, payload map[string]any, c *wsConn) (_ context.Context, _ *resourceapi.Session, refused string) {
 	var apiKey, authorization []string
 	for k, v := range payload {
 		s, ok := v.(string)
@@ -322,25 +401,32 @@ func (h *Handler) authenticateInit(ctx context.Context, payload map[string]any, 
 		}
 	}
 	const invalid = "Forbidden: the credential is not valid"
+	var cred resourceapi.Credential
 	if len(apiKey)+len(authorization) > 0 {
-		cred, err := resourceapi.ParseCredential(apiKey, authorization)
-		if err != nil || h.cfg.Auth == nil {
-			return nil, invalid
+		var err error
+		if cred, err = resourceapi.ParseCredential(apiKey, authorization); err != nil {
+			return nil, nil, invalid
 		}
-		cred.Client = client
-		who, err := h.cfg.Auth.Authenticate(ctx, cred)
-		if err != nil {
-			return nil, invalid
+		cred.Client = c.client
+	} else {
+		switch {
+		case resourceapi.CredentialErrorFrom(ctx) != nil || c.upgradeErr != nil:
+			return nil, nil, invalid
+		case resourceapi.CallerFrom(ctx) == nil:
+			return nil, nil, "Forbidden: a credential is required"
+		case h.cfg.Auth == nil:
+			return ctx, nil, "" // verified by package http; nothing to confirm it by
 		}
-		return resourceapi.WithCaller(resourceapi.WithCredentialError(ctx, nil), who), ""
+		cred = c.upgradeCred
 	}
-	if resourceapi.CredentialErrorFrom(ctx) != nil {
-		return nil, invalid
+	if h.cfg.Auth == nil {
+		return nil, nil, invalid
 	}
-	if resourceapi.CallerFrom(ctx) == nil {
-		return nil, "Forbidden: a credential is required"
+	sess, err := h.cfg.Auth.Session(ctx, cred)
+	if err != nil {
+		return nil, nil, invalid
 	}
-	return ctx, ""
+	return resourceapi.WithCaller(resourceapi.WithCredentialError(ctx, nil), sess.Caller()), sess, ""
 }
 
 // start begins the subscription of a subscribe (start) message: its
@@ -382,13 +468,12 @@ func (c *wsConn) start(m wsMessage) {
 	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
 	rc, errs := c.exec.CreateOperationContext(ctx, params)
 	if errs != nil {
+		// A request that fails before it executes (it does not parse or
+		// validate, or costs more than the limits allow) is answered, in
+		// both protocols, with an error message carrying the GraphQL
+		// errors, which ends the operation: no next, no complete.
 		resp := c.exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs)
-		if errcode.GetErrorKind(errs) == errcode.KindProtocol {
-			c.writeErrors("error", m.ID, resp.Errors...)
-			return
-		}
-		c.writeResponse(m.ID, resp)
-		c.complete(m.ID)
+		c.writeErrors("error", m.ID, resp.Errors...)
 		return
 	}
 
@@ -418,7 +503,7 @@ func (c *wsConn) start(m wsMessage) {
 		return // it panicked, and is over
 	}
 	c.mu.Lock()
-	s.responses, s.ctx = responses, rctx
+	s.responses, s.rctx = responses, rctx
 	s.armed = true
 	early, listening := s.early, s.listening
 	s.early = nil
@@ -430,8 +515,8 @@ func (c *wsConn) start(m wsMessage) {
 		c.finish(s)
 		return
 	}
-	for _, event := range early {
-		s.ready(event)
+	for _, ev := range early {
+		s.ready(ev)
 	}
 }
 
@@ -488,51 +573,187 @@ func (c *wsConn) finish(s *wsSub) {
 	s.cancel()
 }
 
-// ready queues the event of s with id event (0: the end of the stream) to
-// be sent, and hands the connection to the writers unless they have it. It
-// is called from the hub's delivery, so it never blocks.
-func (s *wsSub) ready(event int64) {
+// ready queues ev, an event of s (nil: the end of its stream), to be sent,
+// and hands the connection to the writers unless they have it. It is called
+// from the hub's delivery, so it never blocks; it reports false only when
+// it closes the connection because it would hold more than MaxQueueBytes
+// (see pace.go).
+func (s *wsSub) ready(ev *sharedEvent) bool {
 	c := s.c
 	c.mu.Lock()
 	if c.closed {
+		// Closing: its end removes the subscription from the hub.
 		c.mu.Unlock()
-		return
+		return true
 	}
 	if !s.armed {
-		s.early = append(s.early, event)
+		s.early = append(s.early, ev)
 		c.mu.Unlock()
-		return
+		return true
 	}
-	c.queue = append(c.queue, wsPending{s, event})
+	c.queue = append(c.queue, wsPending{s, ev})
+	c.pending++
+	if ev != nil {
+		c.pendingBytes += ev.size + pendingEntryBytes
+	}
+	if c.pendingBytes > c.h.cfg.WebSocket.MaxQueueBytes {
+		c.mu.Unlock()
+		c.closeWith(closeTooSlow, "Too many events waiting for this connection; reconnect")
+		return false
+	}
+	if c.pending >= paceHigh && !c.over {
+		c.over = true
+		c.h.pace.add(c)
+	}
 	start := !c.writing
 	c.writing = true
 	c.mu.Unlock()
 	if start {
 		c.h.writers.push(c)
 	}
+	return true
 }
 
 // flush sends what is queued, and returns when nothing is. The queue's
 // array and the one sent before take turns, so that queueing an event
-// allocates nothing.
+// allocates nothing. Before a batch is sent, the rule layer confirms that
+// the connection's caller may still receive it (confirm).
 func (c *wsConn) flush() {
 	var sent []wsPending
 	for {
 		c.mu.Lock()
+		if sent != nil {
+			c.sent(sent)
+		}
 		c.recycle(sent)
 		queue := c.queue
 		c.queue, c.spare = c.spare, nil
 		if len(queue) == 0 || c.closed {
 			c.writing = false
+			if c.closed {
+				c.sent(queue)
+			}
 			c.recycle(queue)
 			c.mu.Unlock()
 			return
 		}
 		c.mu.Unlock()
-		for _, p := range queue {
-			c.next(p.s, p.event)
+		if c.confirm(queue) {
+			for _, p := range queue {
+				c.next(p.s, p.ev)
+			}
 		}
 		sent = queue
+	}
+}
+
+// sent forgets the entries of queue in the connection's counts; c.mu is
+// held.
+func (c *wsConn) sent(queue []wsPending) {
+	c.pending -= len(queue)
+	for _, p := range queue {
+		if p.ev != nil {
+			c.pendingBytes -= p.ev.size + pendingEntryBytes
+		}
+	}
+	if c.over && c.pending < paceHigh {
+		c.over = false
+		c.h.pace.remove(c)
+	}
+}
+
+// confirm asks the rule layer whether the connection's caller may still
+// receive the events of queue, as of when the last of them arrived: a
+// change that reached the store before an event reached this instance
+// applies to it. A credential that is no longer valid (revoked, expired,
+// its user deleted) closes the connection with 4403; a subscription whose
+// resource the caller may no longer read ends with an error; a store that
+// cannot tell closes the connection with 1011, for the client to reconnect.
+// It reports whether the connection is still open.
+func (c *wsConn) confirm(queue []wsPending) bool {
+	sess := c.session
+	if sess == nil {
+		return true // no session: the caller came without an Authenticator
+	}
+	var since time.Time
+	for i := len(queue) - 1; i >= 0; i-- {
+		if ev := queue[i].ev; ev != nil {
+			since = ev.at
+			break
+		}
+	}
+	if since.IsZero() {
+		return true // only ends of streams
+	}
+	var checked [4]*resourceapi.Resource // the resources of the batch, usually one or two
+	n := 0
+	for _, p := range queue {
+		res := p.s.res
+		if res == nil || slices.Contains(checked[:n], res) || p.s.ctx.Err() != nil {
+			continue
+		}
+		if n < len(checked) {
+			checked[n] = res
+			n++
+		}
+		err := c.h.cfg.Service.Confirm(c.ctx, sess, since, res)
+		switch resourceapi.ErrorCode(err) {
+		case "":
+			continue
+		case resourceapi.CodeForbidden:
+			// The caller is refreshed first: a subscribe that follows the
+			// error is decided as the caller is now.
+			c.refreshCaller(sess)
+			c.endSubscriptions(res, err)
+			continue
+		case resourceapi.CodeInvalidToken, resourceapi.CodeUnauthenticated:
+			c.closeWith(closeForbidden, "Forbidden: the credential is no longer valid")
+		default:
+			c.h.logger.Error("graphql: confirming a subscriber's caller", "err", err)
+			c.closeWith(closeInternal, "The server could not confirm the credential; reconnect")
+		}
+		return false
+	}
+	c.refreshCaller(sess)
+	return true
+}
+
+// refreshCaller makes the connection's operations run as the caller the
+// session now has, when re-authentication changed it (roles, permissions):
+// nested fields are resolved, and renderings shared, as that caller.
+func (c *wsConn) refreshCaller(sess *resourceapi.Session) {
+	cur := sess.Caller()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if resourceapi.CallerFrom(c.opCtx) == cur {
+		return
+	}
+	c.opCtx = resourceapi.WithCaller(c.opCtx, cur)
+	c.caller = callerKey(cur)
+	for _, s := range c.subs {
+		if s.armed {
+			s.rctx = resourceapi.WithCaller(s.rctx, cur)
+		}
+	}
+}
+
+// endSubscriptions ends the connection's subscriptions of res with err,
+// which the caller may no longer read: an error message for each (in both
+// protocols), and nothing more for that id.
+func (c *wsConn) endSubscriptions(res *resourceapi.Resource, err error) {
+	c.mu.Lock()
+	var ended []*wsSub
+	for _, s := range c.subs {
+		if s.res == res {
+			ended = append(ended, s)
+		}
+	}
+	c.mu.Unlock()
+	for _, s := range ended {
+		if c.remove(s) {
+			s.cancel()
+			c.writeErrors("error", s.id, c.h.presenter(c.ctx, err))
+		}
 	}
 }
 
@@ -550,21 +771,31 @@ func (c *wsConn) recycle(sent []wsPending) {
 	c.spare = sent[:0]
 }
 
-// next sends the next event of s, or completes s when its stream ended.
-// The rendering of an event is shared with the connection's and other
-// connections' subscriptions that render it identically (see renders).
-func (c *wsConn) next(s *wsSub, event int64) {
+// next sends ev, the next event of s, or completes s when its stream ended
+// (ev nil). The rendering of an event is shared with the connection's and
+// other connections' subscriptions that render it identically (see
+// renders): only the one that renders it hands its value to its stream.
+func (c *wsConn) next(s *wsSub, ev *sharedEvent) {
 	if s.ctx.Err() != nil {
 		return
 	}
 	defer c.recover(s)
-	if event != 0 && c.caller != "" && s.skip != nil {
-		k := renderKey{event: event, doc: s.doc, caller: c.caller}
+	if ev == nil {
+		s.end()
+		if resp := s.responses(s.rctx); resp != nil {
+			c.writeResponse(s.id, resp) // not expected of a closed stream
+		}
+		c.finish(s)
+		return
+	}
+	if c.caller != "" {
+		k := renderKey{event: ev.id, doc: s.doc, caller: c.caller}
 		r := c.h.renders.get(k)
 		mine := false
 		r.once.Do(func() {
 			mine = true
-			if resp := s.responses(s.ctx); resp != nil {
+			s.feed(ev.value)
+			if resp := s.responses(s.rctx); resp != nil {
 				var err error
 				r.payload, err = json.Marshal(resp)
 				r.ok = err == nil
@@ -574,18 +805,16 @@ func (c *wsConn) next(s *wsSub, event int64) {
 			c.h.renders.sized(k, r)
 		}
 		if r.ok {
-			if !mine {
-				s.skip()
-			}
 			c.writeMessage(s.id, r.payload)
 			return
 		}
 		if mine {
-			c.finish(s) // its stream ended, or the rendering failed
+			c.finish(s) // the rendering failed
 			return
 		}
 	}
-	resp := s.responses(s.ctx)
+	s.feed(ev.value)
+	resp := s.responses(s.rctx)
 	if resp == nil {
 		c.finish(s)
 		return
@@ -811,7 +1040,9 @@ func (c *wsConn) send(b []byte) {
 	} else {
 		c.wtimer.Reset(timeout)
 	}
+	c.writeSince.Store(monoNow())
 	err := c.conn.Write(context.Background(), websocket.MessageText, b)
+	c.writeSince.Store(0)
 	c.wtimer.Stop()
 	if err != nil {
 		c.mu.Lock()
@@ -854,6 +1085,9 @@ func (c *wsConn) stop() {
 	if c.pingTimer != nil {
 		c.pingTimer.Stop()
 	}
+	if c.expiryTimer != nil {
+		c.expiryTimer.Stop()
+	}
 }
 
 // ping keeps an idle connection alive and finds dead peers: a WebSocket
@@ -884,30 +1118,99 @@ func (c *wsConn) ping() {
 	c.mu.Unlock()
 }
 
-// wsConns are the open subscription connections, for Shutdown.
+// wsConns are the open subscription connections, for Shutdown and the caps
+// per client address and per caller (WebSocketOptions.MaxPerAddr,
+// MaxPerCaller), which this instance counts: a connection is counted from
+// its upgrade (its address) and its connection_init (its caller) until it
+// ends.
 type wsConns struct {
-	mu     sync.Mutex
-	conns  map[*wsConn]struct{}
-	closed bool
+	mu      sync.Mutex
+	conns   map[*wsConn]struct{}
+	perAddr map[string]int
+	perUser map[int64]int
+	closed  bool
 }
 
-func (s *wsConns) add(c *wsConn) bool {
+type addResult int
+
+const (
+	added addResult = iota
+	addShuttingDown
+	addTooMany
+)
+
+// add counts c, from its client address, unless max (negative: no cap)
+// connections from that address are open already.
+func (s *wsConns) add(c *wsConn, max int) addResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return false
+		return addShuttingDown
 	}
 	if s.conns == nil {
 		s.conns = make(map[*wsConn]struct{})
+		s.perAddr = make(map[string]int)
+		s.perUser = make(map[int64]int)
 	}
+	if max >= 0 && s.perAddr[c.client] >= max {
+		return addTooMany
+	}
+	s.perAddr[c.client]++
 	s.conns[c] = struct{}{}
+	return added
+}
+
+// addCaller counts c against its caller's user, unless max (negative: no
+// cap) connections of that user are open already. The service itself (user
+// 0) is not capped.
+func (s *wsConns) addCaller(c *wsConn, user int64, max int) bool {
+	if user == 0 {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.conns[c]; !ok {
+		return false // ended meanwhile
+	}
+	if max >= 0 && s.perUser[user] >= max {
+		return false
+	}
+	s.perUser[user]++
+	c.user = user
 	return true
 }
 
 func (s *wsConns) remove(c *wsConn) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.conns[c]; !ok {
+		return
+	}
 	delete(s.conns, c)
-	s.mu.Unlock()
+	if s.perAddr[c.client]--; s.perAddr[c.client] <= 0 {
+		delete(s.perAddr, c.client)
+	}
+	if c.user != 0 {
+		if s.perUser[c.user]--; s.perUser[c.user] <= 0 {
+			delete(s.perUser, c.user)
+		}
+		c.user = 0
+	}
+}
+
+// Connections returns how many subscription connections are open, and how
+// many of them are counted against an address and a user: for tests and
+// metrics.
+func (h *Handler) Connections() (open, addresses, users int) {
+	h.conns.mu.Lock()
+	defer h.conns.mu.Unlock()
+	for _, n := range h.conns.perAddr {
+		addresses += n
+	}
+	for _, n := range h.conns.perUser {
+		users += n
+	}
+	return len(h.conns.conns), addresses, users
 }
 
 // Shutdown closes every subscription connection (1000, "terminated") and

@@ -254,7 +254,7 @@ func TestSubscriptionLimits(t *testing.T) {
 			s := mustServer(t, backends()[0].open(t, nil), func(o *graph.Options, _ *rhttp.Config) {
 				o.WebSocket.InitTimeout = 300 * time.Millisecond
 				o.WebSocket.MaxSubscriptions = 2
-				o.WebSocket.Buffer = 4
+				o.WebSocket.MaxQueueBytes = 1 << 20
 				o.WebSocket.MaxMessageBytes = 4096
 			})
 			t.Run("init timeout", func(t *testing.T) {
@@ -565,15 +565,14 @@ func TestSubscriptionKeepAlive(t *testing.T) {
 }
 
 // A client that stops reading is disconnected once a write to it has
-// waited WriteTimeout: here long before its buffer of events would fill,
-// so the hub never drops it for falling behind.
+// waited WriteTimeout: the hub never drops it, however many events wait.
 func TestSubscriptionWriteTimeout(t *testing.T) {
 	for _, proto := range protocols {
 		t.Run(proto, func(t *testing.T) {
 			t.Parallel()
 			s := mustServer(t, backends()[0].open(t, nil), func(o *graph.Options, _ *rhttp.Config) {
 				o.WebSocket.WriteTimeout = 100 * time.Millisecond
-				o.WebSocket.Buffer = 1000
+				o.WebSocket.MaxQueueBytes = 1 << 30  // not what ends it
 				o.WebSocket.PingInterval = time.Hour // no ping ends it
 			})
 			s.stuckSubscriber(t, proto)
@@ -594,7 +593,7 @@ func TestSubscriptionWriteTimeout(t *testing.T) {
 func TestSubscriptionStuckClientsHoldNoOneBack(t *testing.T) {
 	s := mustServer(t, backends()[0].open(t, nil), func(o *graph.Options, _ *rhttp.Config) {
 		o.WebSocket.WriteTimeout = time.Hour // only the watchdog frees the others
-		o.WebSocket.Buffer = 1000
+		o.WebSocket.MaxQueueBytes = 1 << 30
 		o.WebSocket.PingInterval = time.Hour
 	})
 	stuck := 2*graph.MaxWriters() + 2
@@ -638,7 +637,7 @@ func (s *server) stuckSubscriber(tb testing.TB, proto string) net.Conn {
 
 // deliverBigPosts hands the hub n postCreated events of 256 KiB each, with
 // ids from first+1: more than the sockets' buffers of a client that does
-// not read hold, far fewer events than a buffer of 1000.
+// not read hold.
 func (s *server) deliverBigPosts(first int64, n int) {
 	big := strings.Repeat("x", 256<<10)
 	for i := int64(1); i <= int64(n); i++ {

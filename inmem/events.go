@@ -12,11 +12,12 @@ import (
 var ErrClosed = errors.New("inmem: event hub is closed")
 
 // Hub fans events out to the subscribers of this process: it implements
-// resourceapi.Events for the front doors, and Deliver is how events reach it
-// (from the relay on a single instance, or from an engine shared by
-// instances). Every subscriber has a bounded buffer: one that falls behind
-// by more than it is dropped (its channel closed), so a slow consumer never
-// slows the others or grows memory. An event ID is delivered once, however
+// resourceapi.Events for the front doors, and Deliver and Publish are how
+// events reach it (from the relay on a single instance, or from an engine
+// shared by instances). Delivery never blocks: each subscriber takes an
+// event or is dropped (its deliver returns false). Subscribers that queue
+// what they take bound their memory with the hub's pacer (SetPacer), which
+// the sources ask before each batch (Ready). An event ID is delivered once, however
 // often it arrives (an engine that redelivers after a failure): the hub
 // remembers the last dedupeWindow IDs.
 type Hub struct {
@@ -28,6 +29,8 @@ type Hub struct {
 	closed bool
 	// Dropped counts subscribers dropped for falling behind.
 	dropped int64
+	// pacer, when set, says when subscribers can take more (Ready).
+	pacer func(context.Context) error
 }
 
 // dedupeWindow is how many recent event IDs the hub remembers to deliver
@@ -159,7 +162,30 @@ func (h *Hub) Close() {
 	}
 }
 
-var _ resourceapi.Publisher = (*Hub)(nil)
+var (
+	_ resourceapi.Publisher = (*Hub)(nil)
+	_ resourceapi.Pacer     = (*Hub)(nil)
+)
+
+// SetPacer makes Ready wait for ready, which returns once the subscribers
+// can take more events (GraphQL's Handler.Ready): the hub's sources (the
+// relay, the Redis stream's follower) ask before each batch.
+func (h *Hub) SetPacer(ready func(context.Context) error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.pacer = ready
+}
+
+// Ready implements resourceapi.Pacer: it returns at once without a pacer.
+func (h *Hub) Ready(ctx context.Context) error {
+	h.mu.Lock()
+	ready := h.pacer
+	h.mu.Unlock()
+	if ready == nil {
+		return nil
+	}
+	return ready(ctx)
+}
 
 // Publish implements resourceapi.Publisher: it delivers events to this
 // process's subscribers (the engine of a single instance). It fails only

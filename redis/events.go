@@ -165,12 +165,14 @@ func decodeEntry(msg goredis.XMessage) (resourceapi.Event, error) {
 
 // Follower reads a Stream into a process's hub; see Stream.Follow.
 type Follower struct {
-	stream  *Stream
-	deliver func(resourceapi.Event)
-	pos     string // the id of the last entry read, or "0-0"
-	cancel  context.CancelFunc
-	done    chan struct{}
-	once    sync.Once
+	stream *Stream
+	into   resourceapi.Publisher
+	pacer  resourceapi.Pacer // into, when it paces its subscribers
+	pos    string            // the id of the last entry delivered, or "0-0"
+	page   []resourceapi.Event
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
 
 	failing bool
 	warned  time.Time
@@ -178,9 +180,14 @@ type Follower struct {
 	read    atomic.Int64
 }
 
-// Follow starts following the stream from its current end: deliver is
-// called with each event appended from now on, in the stream's order, from
-// one goroutine, until Close. It fails when Redis does not answer now.
+// Follow starts following the stream from its current end: the events
+// appended from now on are published into into (a process's hub), in the
+// stream's order, a page of at most 100 at a time, from one goroutine, until
+// Close. It fails when Redis does not answer now. When into is a
+// resourceapi.Pacer, the follower reads the next page only once into is
+// Ready: a burst waits in the stream while subscribers drain (so an instance
+// whose subscribers lag further than MaxLen entries skips the oldest, as one
+// cut off from Redis does).
 //
 // While Redis cannot be read, Follow retries, backing off up to 2 seconds,
 // and resumes after the last entry it read: nothing appended meanwhile is
@@ -192,7 +199,7 @@ type Follower struct {
 // that the stream ends before its position, and reads the new stream from
 // its start. Either way an event is delivered at most once by the hub,
 // which drops an id it has seen.
-func (s *Stream) Follow(ctx context.Context, deliver func(resourceapi.Event)) (*Follower, error) {
+func (s *Stream) Follow(ctx context.Context, into resourceapi.Publisher) (*Follower, error) {
 	cctx, cancel := context.WithTimeout(ctx, s.timeout)
 	last, err := s.lastID(cctx)
 	cancel()
@@ -200,7 +207,8 @@ func (s *Stream) Follow(ctx context.Context, deliver func(resourceapi.Event)) (*
 		return nil, fmt.Errorf("redis: follow %s: %w", s.key, err)
 	}
 	ctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
-	f := &Follower{stream: s, deliver: deliver, pos: last, cancel: cancel, done: make(chan struct{})}
+	f := &Follower{stream: s, into: into, pos: last, cancel: cancel, done: make(chan struct{})}
+	f.pacer, _ = into.(resourceapi.Pacer)
 	go f.run(ctx)
 	return f, nil
 }
@@ -228,7 +236,7 @@ func (f *Follower) Close() {
 // read it again from its start.
 func (f *Follower) Resets() int64 { return f.resets.Load() }
 
-// Read returns how many events the follower has delivered.
+// Read returns how many events the follower has published into its hub.
 func (f *Follower) Read() int64 { return f.read.Load() }
 
 func (f *Follower) run(ctx context.Context) {
@@ -265,6 +273,11 @@ func (f *Follower) run(ctx context.Context) {
 // reset under the position.
 func (f *Follower) readOnce(ctx context.Context) error {
 	s := f.stream
+	if f.pacer != nil {
+		if err := f.pacer.Ready(ctx); err != nil {
+			return err
+		}
+	}
 	rctx, cancel := context.WithTimeout(ctx, s.block+s.timeout)
 	defer cancel()
 	streams, err := s.client.XRead(rctx, &goredis.XReadArgs{Streams: []string{s.key, f.pos}, Count: readCount, Block: s.block}).Result()
@@ -274,18 +287,28 @@ func (f *Follower) readOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	page, last := f.page[:0], f.pos
 	for _, st := range streams {
 		for _, msg := range st.Messages {
-			f.pos = msg.ID
+			last = msg.ID
 			ev, err := decodeEntry(msg)
 			if err != nil {
 				f.warn("events: skipped a malformed entry of the Redis stream", err) // never retried
 				continue
 			}
-			f.read.Add(1)
-			f.deliver(ev)
+			page = append(page, ev)
 		}
 	}
+	if len(page) > 0 {
+		// Failing, the page is read again: the hub delivers each event once.
+		if err := f.into.Publish(ctx, page); err != nil {
+			return err
+		}
+	}
+	f.pos = last
+	f.read.Add(int64(len(page)))
+	clear(page) // the records are not kept alive by it
+	f.page = page[:0]
 	return nil
 }
 

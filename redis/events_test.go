@@ -27,12 +27,24 @@ func userEvent(id int64) resourceapi.Event {
 func follow(t *testing.T, s *redis.Stream) (*redis.Follower, <-chan resourceapi.Event) {
 	t.Helper()
 	ch := make(chan resourceapi.Event, 10000)
-	f, err := s.Follow(context.Background(), func(ev resourceapi.Event) { ch <- ev })
+	f, err := s.Follow(context.Background(), publisherFunc(func(_ context.Context, evs []resourceapi.Event) error {
+		for _, ev := range evs {
+			ch <- ev
+		}
+		return nil
+	}))
 	if err != nil {
 		t.Fatalf("Follow: %v", err)
 	}
 	t.Cleanup(f.Close)
 	return f, ch
+}
+
+// publisherFunc is a resourceapi.Publisher of a function.
+type publisherFunc func(context.Context, []resourceapi.Event) error
+
+func (f publisherFunc) Publish(ctx context.Context, evs []resourceapi.Event) error {
+	return f(ctx, evs)
 }
 
 // mustReceive waits at most 10 s for each of the events with the given ids,

@@ -2,10 +2,10 @@ package sqlstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/resourceapi/resourceapi"
 )
@@ -112,14 +112,17 @@ func (s *Store) scanChecked(row scanner, cols *columns, check *resourceapi.Ident
 	return rec, err
 }
 
-var errNoIdentityVersion = errors.New("identity version: the database keeps none (its accounts are never cached stale)")
-
 var _ resourceapi.IdentityVersioner = (*Store)(nil)
 
-// IdentityVersion implements resourceapi.IdentityVersioner.
+// IdentityVersion implements resourceapi.IdentityVersioner. On a database
+// that keeps none (SQLite, which one process serves), it costs no query: it
+// is this process's count of the writes that may change what decides access
+// (changesAccess), moved before each such commit can be seen and again once
+// it has ended, plus the commits of other processes (Config.ForeignCommits:
+// the command line's), any of which may have.
 func (s *Store) IdentityVersion(ctx context.Context) (int64, error) {
 	if s.accounts == nil {
-		return 0, errNoIdentityVersion
+		return s.localIdentityVersion(ctx)
 	}
 	var v int64
 	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
@@ -130,4 +133,43 @@ func (s *Store) IdentityVersion(ctx context.Context) (int64, error) {
 	}
 	s.accounts.saw(v)
 	return v, nil
+}
+
+// changesAccess reports whether ch may change what authenticates a caller or
+// decides their access: any write of a user but its creation (roles, grants,
+// password, email, deletion), and any write of an API key. Roles are written
+// by hand only, as commits of another process.
+func changesAccess(ch change) bool {
+	switch ch.res {
+	case resourceapi.Users:
+		return !ch.created
+	case resourceapi.APIKeys:
+		return true
+	}
+	return false
+}
+
+// foreignTries bounds how often localIdentityVersion asks again for the
+// count of other processes' commits while the writer's transaction keeps it
+// from telling.
+const foreignTries = 20
+
+// localIdentityVersion is IdentityVersion on a database that keeps none.
+func (s *Store) localIdentityVersion(ctx context.Context) (int64, error) {
+	if s.foreign == nil {
+		return s.identity.Load(), nil
+	}
+	for range foreignTries {
+		if n, ok := s.foreign(); ok {
+			return s.identity.Load() + int64(n), nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("identity version: %w", ctx.Err())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	// Cannot tell now: a version never seen before (the others are not
+	// negative), so whoever compares authenticates again.
+	return -s.identity.Add(1), nil
 }

@@ -252,6 +252,9 @@ type change struct {
 	res   *resourceapi.Resource
 	id    int64
 	whole []*resourceapi.Resource
+	// created is set for the insert of a new record, which changes nothing
+	// an existing caller was authenticated by.
+	created bool
 }
 
 // begin starts invalidating what ch changes. It runs inside the write's

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/resourceapi/resourceapi"
@@ -187,6 +188,11 @@ type Store struct {
 	// ends (see EventsWritten).
 	events chan struct{}
 	serial serialOutbox
+	// identity and foreign are the identity version of a database that
+	// keeps none (accounts.go): this process's writes that may change what
+	// decides access, and the commits of other processes.
+	identity atomic.Int64
+	foreign  func() (uint64, bool)
 }
 
 var _ resourceapi.Store = (*Store)(nil)
@@ -240,6 +246,7 @@ func New(cfg Config) *Store {
 		now:     now,
 		cache:   cache,
 		events:  make(chan struct{}, 1),
+		foreign: cfg.ForeignCommits,
 	}
 	if cache == nil && cfg.Dialect.IdentityVersion() != "" {
 		s.accounts = newAccountCache()
@@ -447,7 +454,7 @@ func (s *Store) Create(ctx context.Context, res *resourceapi.Resource, rec resou
 		if err := s.recordEvent(ctx, tx, res, resourceapi.OpCreate, out); err != nil {
 			return err
 		}
-		s.changed(tx, change{res: res, id: out.ID()})
+		s.changed(tx, change{res: res, id: out.ID(), created: true})
 		return nil
 	})
 	if err != nil {
@@ -586,6 +593,13 @@ func (s *Store) Delete(ctx context.Context, res *resourceapi.Resource, id int64,
 // that straddle the commit would store. A write that fails changes nothing
 // and invalidates nothing.
 func (s *Store) changed(tx Tx, ch change) {
+	if s.accounts == nil && changesAccess(ch) {
+		// Moved before the commit can be seen and again once it has ended,
+		// like the cache's epochs: a session confirmed while the write was
+		// in flight is confirmed again after it (accounts.go).
+		s.identity.Add(1)
+		tx.AfterEnd(func() { s.identity.Add(1) })
+	}
 	if s.cache == nil {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/resourceapi/resourceapi"
+	"github.com/resourceapi/resourceapi/graph"
 	"github.com/resourceapi/resourceapi/redis"
 )
 
@@ -40,6 +41,9 @@ type config struct {
 	EventsRetention    time.Duration // RESOURCEAPI_EVENTS_RETENTION: how long published events stay in the outbox
 	EventsStream       string        // RESOURCEAPI_EVENTS_STREAM: the Redis stream's key
 	EventsStreamLength int64         // RESOURCEAPI_EVENTS_STREAM_LENGTH: about how many events the Redis stream keeps
+
+	WSMaxPerUser int // RESOURCEAPI_WS_MAX_PER_USER: subscription connections one user may hold on an instance; 0: no cap
+	WSMaxPerAddr int // RESOURCEAPI_WS_MAX_PER_ADDR: subscription connections from one client address on an instance; 0: no cap
 }
 
 // defaultSQLitePath is where the embedded database lives when no database is
@@ -65,6 +69,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		EventsRetention:    resourceapi.DefaultRelayRetention,
 		EventsStream:       redis.DefaultStream,
 		EventsStreamLength: redis.DefaultStreamLength,
+
+		WSMaxPerUser: graph.DefaultMaxPerCaller,
+		WSMaxPerAddr: graph.DefaultMaxPerAddr,
 	}
 	var errs []string
 	str := func(name string, dst *string) {
@@ -202,6 +209,18 @@ func loadConfig(getenv func(string) string) (config, error) {
 			errs = append(errs, "RESOURCEAPI_EVENTS_STREAM_LENGTH must be a number of events, 100 or more")
 		}
 		cfg.EventsStreamLength = n
+	}
+	for _, c := range []struct {
+		name string
+		dst  *int
+	}{{"RESOURCEAPI_WS_MAX_PER_USER", &cfg.WSMaxPerUser}, {"RESOURCEAPI_WS_MAX_PER_ADDR", &cfg.WSMaxPerAddr}} {
+		if v := getenv(c.name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				errs = append(errs, c.name+" must be a number of connections, or 0 for no cap")
+			}
+			*c.dst = n
+		}
 	}
 	if len(errs) > 0 {
 		return config{}, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))

@@ -40,7 +40,7 @@ func startEvents(ctx context.Context, cfg config, outbox resourceapi.Outbox, rdb
 	engine := "in-process"
 	if cfg.postgres() && rdb != nil {
 		stream := redis.NewStream(rdb, redis.StreamOptions{Key: cfg.EventsStream, MaxLen: cfg.EventsStreamLength, Logger: log})
-		f, err := stream.Follow(ctx, ev.hub.Deliver)
+		f, err := stream.Follow(ctx, ev.hub)
 		if err != nil {
 			return nil, err
 		}

@@ -51,12 +51,31 @@ func TestConfigErrors(t *testing.T) {
 		"poll":     {"RESOURCEAPI_EVENTS_POLL": "1ms"},
 		"retain":   {"RESOURCEAPI_EVENTS_RETENTION": "0s"},
 		"length":   {"RESOURCEAPI_EVENTS_STREAM_LENGTH": "10"},
+		"ws user":  {"RESOURCEAPI_WS_MAX_PER_USER": "-1"},
+		"ws addr":  {"RESOURCEAPI_WS_MAX_PER_ADDR": "many"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := loadConfig(env(kv)); err == nil {
 				t.Fatalf("loadConfig(%v) = nil error, want one", kv)
 			}
 		})
+	}
+}
+
+func TestConfigWebSocketCaps(t *testing.T) {
+	cfg, err := loadConfig(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.WSMaxPerUser != 64 || cfg.WSMaxPerAddr != 256 {
+		t.Fatalf("defaults: per user %d, per address %d; want 64, 256", cfg.WSMaxPerUser, cfg.WSMaxPerAddr)
+	}
+	cfg, err = loadConfig(env(map[string]string{"RESOURCEAPI_WS_MAX_PER_USER": "3", "RESOURCEAPI_WS_MAX_PER_ADDR": "0"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.WSMaxPerUser != 3 || cfg.WSMaxPerAddr != 0 {
+		t.Fatalf("per user %d, per address %d; want 3, 0", cfg.WSMaxPerUser, cfg.WSMaxPerAddr)
 	}
 }
 

@@ -158,7 +158,14 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		},
 		Version: version(),
 		Origins: cfg.CORSOrigins,
+		WebSocket: graph.WebSocketOptions{
+			MaxPerCaller: noCapIfZero(cfg.WSMaxPerUser),
+			MaxPerAddr:   noCapIfZero(cfg.WSMaxPerAddr),
+		},
 	})
+	// The relay and the Redis stream's follower hand the hub a batch only
+	// once the subscription connections can take it.
+	ev.hub.SetPacer(gql.Ready)
 	api := http.NewServer(http.Config{
 		Service:        service,
 		Auth:           id.auth,
@@ -232,4 +239,12 @@ func version() string {
 		return bi.Main.Version
 	}
 	return "(devel)"
+}
+
+// noCapIfZero maps a setting's 0 (no cap) to graph's negative.
+func noCapIfZero(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
