@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"io/fs"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -179,4 +180,42 @@ func mustIdentityVersion(t *testing.T, db *sql.DB) int64 {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// TestGeneratedMigrationStages follows storetest.Widgets through its stages
+// on one database, generating and applying a migration for each: a search
+// index made for a table that had none, a secret that comes to decide
+// access (the identity version moves with it) and then no longer does, a
+// new items table.
+func TestGeneratedMigrationStages(t *testing.T) {
+	released := postgres.Migrations()
+	snap, err := sqlstore.ReadSnapshot(released)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := pgtest.NewDatabase(t)
+	var migrations []string
+	var widget resourceapi.Record
+	for stage := range 3 {
+		res := storetest.Widgets(stage)
+		var m string
+		m, snap = mustGenerate(t, snap, res)
+		migrations = append(migrations, m)
+		t.Run(strconv.Itoa(stage), func(t *testing.T) {
+			store, db := mustOpenMigrated(t, url, released, migrations...)
+			storetest.CheckSchemaOf(t, db, introspection, res)
+			if stage == 0 {
+				owner := mustCreateIn(t, store, resourceapi.Users, resourceapi.Record{"name": "Widget Owner", "email": "widgets@example.com"})
+				widget = mustCreateIn(t, store, res, resourceapi.Record{"owner_id": owner.ID(), "label": "Sprocket"})
+				return
+			}
+			before := mustIdentityVersion(t, db)
+			if _, err := store.Update(context.Background(), res, widget.ID(), resourceapi.Record{"key": resourceapi.HashToken(strconv.Itoa(stage))}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if moved, want := mustIdentityVersion(t, db) != before, stage == 1; moved != want {
+				t.Errorf("stage %d: a new key moved the identity version = %v, want %v", stage, moved, want)
+			}
+		})
+	}
 }

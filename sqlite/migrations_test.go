@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -175,4 +176,39 @@ func mustFindOne(t *testing.T, s resourceapi.Store, res *resourceapi.Resource, p
 		t.Fatalf("List(%s) = %d records of %d, want 1", params, len(page.Records), page.Total)
 	}
 	check(page.Records[0])
+}
+
+// TestGeneratedMigrationStages follows storetest.Widgets through its stages
+// on one database, generating and applying a migration for each: a search
+// index made for a table that holds a record (which it must find), a new
+// items table, and a search index dropped.
+func TestGeneratedMigrationStages(t *testing.T) {
+	released := sqlite.Migrations()
+	snap, err := sqlstore.ReadSnapshot(released)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "widgets.db")
+	var migrations []string
+	for stage := range 3 {
+		res := storetest.Widgets(stage)
+		var m string
+		m, snap = mustGenerate(t, snap, res)
+		migrations = append(migrations, m)
+		t.Run(strconv.Itoa(stage), func(t *testing.T) {
+			store, db := mustOpenMigrated(t, path, released, migrations...)
+			storetest.CheckSchemaOf(t, db, introspection, res)
+			switch stage {
+			case 0:
+				owner := mustCreateIn(t, store, resourceapi.Users, resourceapi.Record{"name": "Widget Owner", "email": "widgets@example.com"})
+				mustCreateIn(t, store, res, resourceapi.Record{"owner_id": owner.ID(), "label": "Sprocket"})
+			case 1:
+				mustFindOne(t, store, res, "q=procke", func(rec resourceapi.Record) {
+					if rec["label"] != "Sprocket" {
+						t.Errorf("found %v, want the sprocket", rec)
+					}
+				})
+			}
+		})
+	}
 }

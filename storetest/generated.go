@@ -95,6 +95,56 @@ func gadgets(changed bool) resourceapi.Resource {
 	return r
 }
 
+// Widgets returns stage n (0, 1 or 2) of the declaration of another
+// resource that the root package does not declare, for the changes Gadgets
+// does not make. At 1 a field becomes searchable (a search index for a
+// table that had none, which must index the records already there), a new
+// secret decides access (what moves the identity version, for an existing
+// table) and a new items field has a table of its own; at 2 the field is
+// searchable no more and the secret no longer decides access (the search
+// index and those triggers go).
+func Widgets(stage int) *resourceapi.Resource {
+	r := resourceapi.Resource{
+		Name:     "widgets",
+		Singular: "widget",
+		Fields: []resourceapi.Field{
+			{Name: "id", Type: resourceapi.TypeInt, ReadOnly: true, Sortable: true},
+			{Name: "owner_id", Type: resourceapi.TypeInt, References: "users"},
+			{Name: "label", Type: resourceapi.TypeString, Nullable: true},
+			{Name: "created_at", Type: resourceapi.TypeTime, ReadOnly: true, Sortable: true},
+			{Name: "updated_at", Type: resourceapi.TypeTime, ReadOnly: true, Sortable: true},
+		},
+		Access: resourceapi.Access{Owner: "owner_id"},
+	}
+	if stage >= 1 {
+		r.Fields[2].Searchable = stage == 1
+		r.Fields = append(r.Fields,
+			resourceapi.Field{Name: "key", Type: resourceapi.TypeString, WriteOnly: true, Nullable: true, Secret: resourceapi.SecretToken, DecidesAccess: stage == 1},
+			resourceapi.Field{Name: "bits", Type: resourceapi.TypeItems, Items: &resourceapi.Items{
+				Table: "widget_bits", Key: "widget_id", Max: 5,
+				Fields: []resourceapi.Field{{Name: "gadget_size", Type: resourceapi.TypeInt, Required: true}},
+			}},
+		)
+	}
+	return resourceapi.NewResource(r)
+}
+
+// CheckSchemaOf checks, as CheckSchema does, the declaration of res (one
+// the root package does not declare) and every declared resource against
+// the schema of db.
+func CheckSchemaOf(t *testing.T, db *sql.DB, in Introspection, res *resourceapi.Resource) {
+	t.Helper()
+	for _, r := range append(resourceapi.Declared(), res) {
+		problems, err := SchemaProblems(timeout(t), db, in, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range problems {
+			t.Errorf("schema: %s", p)
+		}
+	}
+}
+
 // CheckGenerated checks a database that the released migrations and
 // migrations generated for res (one of Gadgets, GadgetsChanged) made: db
 // reads it, in, as for CheckSchema, and store is the store open on it.
@@ -109,15 +159,7 @@ func gadgets(changed bool) resourceapi.Resource {
 //     it.
 func CheckGenerated(t *testing.T, db *sql.DB, in Introspection, store resourceapi.Store, res *resourceapi.Resource) {
 	t.Helper()
-	for _, r := range append(resourceapi.Declared(), res) {
-		problems, err := SchemaProblems(timeout(t), db, in, r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range problems {
-			t.Errorf("schema: %s", p)
-		}
-	}
+	CheckSchemaOf(t, db, in, res)
 
 	roles, err := Roles(timeout(t), db)
 	if err != nil {
