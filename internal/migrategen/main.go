@@ -58,7 +58,7 @@ func run(args []string, stdout io.Writer, resources []*resourceapi.Resource) err
 	}
 	snapPath := filepath.Join(*dir, sqlstore.SnapshotFile)
 	if *record {
-		return writeSnapshot(stdout, snapPath, sqlstore.SnapshotOf(resources))
+		return writeSnapshot(stdout, *dialect, snapPath, sqlstore.SnapshotOf(resources))
 	}
 	old, err := sqlstore.ReadSnapshot(os.DirFS(*dir))
 	if err != nil {
@@ -87,13 +87,13 @@ func run(args []string, stdout io.Writer, resources []*resourceapi.Resource) err
 		if err := os.WriteFile(path, []byte(m.SQL), 0o644); err != nil {
 			return err
 		}
-		fmt.Fprintln(stdout, "migrategen: wrote", path)
+		fmt.Fprintf(stdout, "migrategen (%s): wrote %s\n", *dialect, path)
 	}
-	return writeSnapshot(stdout, snapPath, next)
+	return writeSnapshot(stdout, *dialect, snapPath, next)
 }
 
 // writeSnapshot writes s to path unless the file holds it already.
-func writeSnapshot(stdout io.Writer, path string, s *sqlstore.Snapshot) error {
+func writeSnapshot(stdout io.Writer, dialect, path string, s *sqlstore.Snapshot) error {
 	b := s.JSON()
 	if cur, err := os.ReadFile(path); err == nil && bytes.Equal(cur, b) {
 		return nil
@@ -101,6 +101,6 @@ func writeSnapshot(stdout io.Writer, path string, s *sqlstore.Snapshot) error {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, "migrategen: wrote", path)
+	fmt.Fprintf(stdout, "migrategen (%s): wrote %s\n", dialect, path)
 	return nil
 }
