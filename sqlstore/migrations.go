@@ -172,6 +172,9 @@ func (e *RefusedError) Error() string {
 // a new NOT NULL field without a default) is refused with a *RefusedError,
 // and nothing is written.
 func GenerateMigration(d SchemaDialect, old *Snapshot, resources []*resourceapi.Resource) (Migration, *Snapshot, error) {
+	if old == nil {
+		return Migration{}, nil, errors.New("no snapshot of what the migrations made: the first migrations are written by hand")
+	}
 	next := SnapshotOf(resources)
 	if err := checkSnapshot(next); err != nil {
 		return Migration{}, nil, err
@@ -670,7 +673,7 @@ func itemsTable(r *SnapshotResource, f *SnapshotField) *SchemaTable {
 // for a unique string, its key.
 func (t *SchemaTable) addColumns(f *SnapshotField, id bool) {
 	c := SchemaColumn{
-		Name: storedColumn(f), Type: fieldTypes[f.Type], ID: id || f.References != "", PrimaryKey: id,
+		Name: storedColumn(f), Type: fieldType(f.Type), ID: id || f.References != "", PrimaryKey: id,
 		NotNull: f.NotNull, Default: defaultValue(f), References: f.References, Restrict: f.Restrict, Enum: f.Enum,
 	}
 	if f.Range != nil {
@@ -707,12 +710,14 @@ func (t *SchemaTable) referenceIndexes() {
 	}
 }
 
-var fieldTypes = map[string]resourceapi.FieldType{}
-
-func init() {
-	for t, name := range typeNames {
-		fieldTypes[name] = t
+// fieldType returns the field type a snapshot names.
+func fieldType(name string) resourceapi.FieldType {
+	for t, n := range typeNames {
+		if n == name {
+			return t
+		}
 	}
+	return 0
 }
 
 // storedColumn returns the column that stores f (see column).

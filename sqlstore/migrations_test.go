@@ -234,8 +234,12 @@ func TestSnapshotJSON(t *testing.T) {
 	if got := s.JSON(); !bytes.Equal(got, b) {
 		t.Errorf("snapshot read back writes\n%s\nwant\n%s", got, b)
 	}
-	bad := bytes.Replace(b, []byte(`"not_null"`), []byte(`"notnull"`), 1)
-	if _, err := sqlstore.ParseSnapshot(bad); err == nil {
-		t.Error("ParseSnapshot accepted an unknown member")
+	for _, bad := range [][]byte{
+		bytes.Replace(b, []byte(`"not_null"`), []byte(`"notnull"`), 1),
+		bytes.Replace(b, []byte(`"type":"integer"`), []byte(`"type":"int"`), 1),
+	} {
+		if _, err := sqlstore.ParseSnapshot(bad); err == nil {
+			t.Errorf("ParseSnapshot accepted\n%s", bad)
+		}
 	}
 }

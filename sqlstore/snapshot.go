@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"slices"
 	"time"
 
@@ -210,6 +211,25 @@ func ParseSnapshot(b []byte) (*Snapshot, error) {
 	var s Snapshot
 	if err := dec.Decode(&s); err != nil {
 		return nil, fmt.Errorf("snapshot of the declarations: %w", err)
+	}
+	var check func(res string, fields []SnapshotField) error
+	check = func(res string, fields []SnapshotField) error {
+		for _, f := range fields {
+			if !slices.Contains(slices.Collect(maps.Values(typeNames)), f.Type) || (f.Type == "items") != (f.Items != nil) {
+				return fmt.Errorf("snapshot of the declarations: %s.%s: bad type %q", res, f.Name, f.Type)
+			}
+			if f.Items != nil {
+				if err := check(res+"."+f.Name, f.Items.Fields); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	for _, r := range s.Resources {
+		if err := check(r.Name, r.Fields); err != nil {
+			return nil, err
+		}
 	}
 	return &s, nil
 }

@@ -72,7 +72,7 @@ func run(args []string, stdout io.Writer, resources []*resourceapi.Resource) err
 			"after the highest there), then record the declarations it brings about in each store's snapshot:\n"+
 			"    go run ./internal/migrategen -dialect sqlite -dir sqlite/migrations -record\n"+
 			"    go run ./internal/migrategen -dialect postgres -dir postgres/migrations -record\n"+
-			"and check the result with go test ./sqlite ./postgres (TestSchema). See docs/architecture.md, \"Generated migrations\".",
+			"and check the result with go test ./sqlite ./postgres (TestSchema); see docs/architecture.md, \"Generated migrations\"",
 			*dir, err)
 	}
 	if err != nil {
