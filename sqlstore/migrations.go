@@ -286,6 +286,7 @@ func (g *generator) create(r *SnapshotResource) {
 
 // change writes what r needs beyond o, its snapshot, or refuses.
 func (g *generator) change(o, r *SnapshotResource) {
+	refused := len(g.refused)
 	if o.SoftDelete != r.SoftDelete {
 		g.refuse("%s: soft delete %q -> %q: its counts, indexes and records change", r.Name, o.SoftDelete, r.SoftDelete)
 	}
@@ -299,7 +300,7 @@ func (g *generator) change(o, r *SnapshotResource) {
 			g.compareField(r.Name, of, &r.Fields[i])
 		}
 	}
-	if len(g.refused) > 0 {
+	if len(g.refused) > refused {
 		return
 	}
 	oldTables := tablesOf(o)
