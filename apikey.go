@@ -56,7 +56,7 @@ var APIKeys = NewResource(Resource{
 		{Name: "id", Type: TypeInt, ReadOnly: true, Sortable: true},
 		{Name: "user_id", Type: TypeInt, References: "users", Sortable: true},
 		{Name: "name", Type: TypeString, Nullable: true, Sortable: true, Normalize: trimSpace, Length: &Range{1, 100}, Check: oneLine},
-		{Name: "key", Type: TypeString, WriteOnly: true, Secret: SecretToken, Generate: NewAPIKey},
+		{Name: "key", Type: TypeString, WriteOnly: true, Secret: SecretToken, Generate: NewAPIKey, DecidesAccess: true},
 		{Name: "prefix", Type: TypeString, ReadOnly: true, Computed: true},
 		{Name: "created_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 		{Name: "updated_at", Type: TypeTime, ReadOnly: true, Sortable: true},

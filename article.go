@@ -20,7 +20,7 @@ var Articles = NewResource(Resource{
 	Filters: []Filter{
 		{Param: "published", Kind: FilterEqual, Field: "published", Values: []string{"true", "false"}},
 	},
-	Access: Access{Owner: "author_id"},
+	Access: Access{Owner: "author_id", Grants: map[string][]Action{RoleUser: {ActionRead}, RoleEditor: {ActionWrite, ActionDelete}}},
 	Example: func(n int) Record {
 		return Record{"title": "Notes on the Engine, part " + itoa(n), "body": "The Analytical Engine weaves algebraic patterns.", "published": n%2 == 0}
 	},

@@ -36,27 +36,35 @@ func (p Permission) Valid() bool {
 		(act == "*" || slices.Contains(Actions, Action(act)))
 }
 
-// Roles.
+// Roles. What a role grants by default is declared with each resource
+// (Access.Grants); an editor has every grant of a user, and an admin every
+// permission.
 const (
 	RoleUser   = "user"
 	RoleEditor = "editor"
 	RoleAdmin  = "admin"
 )
 
+// roleIncludes lists, for each role, the roles whose default grants it has
+// too.
+var roleIncludes = map[string][]string{RoleEditor: {RoleUser}}
+
 // RoleNames returns the defined roles, sorted.
 func RoleNames() []string { return []string{RoleAdmin, RoleEditor, RoleUser} }
 
 // DefaultRoles returns the permissions each role grants when the database is
-// created. The database keeps them (the roles table), and authentication
-// reads them from there; this is the seed, and what tests expect.
+// created: admin every permission ("*:*"), user and editor what the declared
+// resources grant them (Resource.DefaultGrants), in declaration order. The
+// database keeps them (the roles table), and authentication reads them from
+// there; this is the seed, and what tests expect.
 func DefaultRoles() map[string][]Permission {
-	user := []Permission{
-		"users:read", "posts:read", "posts:write", "articles:read", "comments:read",
-		"comments:write", "products:read", "reviews:read", "reviews:write", "orders:read",
+	roles := map[string][]Permission{RoleAdmin: {"*:*"}, RoleUser: nil, RoleEditor: nil}
+	for _, r := range declared {
+		for role, perms := range r.DefaultGrants() {
+			roles[role] = append(roles[role], perms...)
+		}
 	}
-	editor := append(slices.Clone(user),
-		"articles:write", "articles:delete", "comments:delete", "posts:delete", "products:write")
-	return map[string][]Permission{RoleUser: user, RoleEditor: editor, RoleAdmin: {"*:*"}}
+	return roles
 }
 
 // Caller is who is making a request: resolved once per request by

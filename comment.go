@@ -15,7 +15,8 @@ var Comments = NewResource(Resource{
 		{Name: "created_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 		{Name: "updated_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 	},
-	Access: Access{Owner: "author_id", Guarded: true, Self: []Op{OpDelete}},
+	Access: Access{Owner: "author_id", Guarded: true, Self: []Op{OpDelete},
+		Grants: map[string][]Action{RoleUser: {ActionRead, ActionWrite}, RoleEditor: {ActionDelete}}},
 	Parent: "article_id",
 	Example: func(n int) Record {
 		return Record{"body": "Comment number " + itoa(n) + ": a fine point about the mill."}

@@ -38,7 +38,7 @@ var Orders = NewResource(Resource{
 	Filters: []Filter{
 		{Param: "status", Kind: FilterEqual, Field: "status", Values: []string{OrderPending, OrderPaid, OrderShipped, OrderCancelled}},
 	},
-	Access:  Access{Owner: "user_id", Private: true, Guarded: true},
+	Access:  Access{Owner: "user_id", Private: true, Guarded: true, Grants: map[string][]Action{RoleUser: {ActionRead}}},
 	Parent:  "user_id",
 	Compute: orderTotal,
 	Example: func(n int) Record {

@@ -14,7 +14,8 @@ var Posts = NewResource(Resource{
 		{Name: "created_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 		{Name: "updated_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 	},
-	Access: Access{Owner: "author_id", Guarded: true, Self: []Op{OpDelete}},
+	Access: Access{Owner: "author_id", Guarded: true, Self: []Op{OpDelete},
+		Grants: map[string][]Action{RoleUser: {ActionRead, ActionWrite}, RoleEditor: {ActionDelete}}},
 	Parent: "author_id",
 	Events: map[Op]string{OpCreate: "postCreated"},
 	Example: func(n int) Record {

@@ -15,6 +15,7 @@ var Products = NewResource(Resource{
 		{Name: "created_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 		{Name: "updated_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 	},
+	Access: Access{Grants: map[string][]Action{RoleUser: {ActionRead}, RoleEditor: {ActionWrite}}},
 	Example: func(n int) Record {
 		return Record{"name": "Analytical Engine " + itoa(n), "description": "A general-purpose mechanical computer.", "price_cents": int64(129900)}
 	},

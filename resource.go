@@ -96,6 +96,14 @@ type Field struct {
 	Sortable bool
 	// Searchable fields are matched, as a case-insensitive substring, by q.
 	Searchable bool
+	// DecidesAccess marks a field that authentication reads to decide what
+	// a caller may do (a user's roles, password or email, an API key's
+	// hash). Where accounts are cached across processes (PostgreSQL), a
+	// change of such a field, or of the owner or soft-delete state of a
+	// record that has one, and the deletion of such a record, move the
+	// identity version (identityversion.go); its migration's triggers
+	// follow from this mark.
+	DecidesAccess bool
 
 	// Range bounds an integer field's value; Length a string field's length,
 	// in characters; Enum lists the values a string field (or each element of
@@ -260,6 +268,16 @@ func NewResource(r Resource) *Resource {
 			panic(fmt.Sprintf("resource %s: owner field %q is not an integer field", r.Name, o))
 		}
 	}
+	for role, actions := range r.Access.Grants {
+		if role != RoleUser && role != RoleEditor {
+			panic(fmt.Sprintf("resource %s: grants of role %q: only %s and %s have grants of their own (%s holds every permission)", r.Name, role, RoleUser, RoleEditor, RoleAdmin))
+		}
+		for i, a := range actions {
+			if !slices.Contains(Actions, a) || slices.Contains(actions[:i], a) {
+				panic(fmt.Sprintf("resource %s: grants of role %s: bad or repeated action %q", r.Name, role, a))
+			}
+		}
+	}
 	if r.Path == "" {
 		r.Path = r.Name
 	}
@@ -379,6 +397,35 @@ type Access struct {
 	// admins); anyone with the read permission reads them, and anyone with
 	// the delete permission deletes them (moderation).
 	Guarded bool
+	// Grants lists the actions on the resource that each role grants by
+	// default ({RoleUser: {ActionRead}}): RoleUser or RoleEditor, which
+	// also has every grant of RoleUser; RoleAdmin holds every permission
+	// already. DefaultRoles is made of them, and so are the roles a new
+	// database starts with; a new grant reaches an existing database through
+	// a generated migration, which adds it to the roles there without
+	// undoing what an operator changed (docs/architecture.md).
+	Grants map[string][]Action
+}
+
+// DefaultGrants returns the permissions on r that each role grants by
+// default, from Access.Grants: RoleEditor's include RoleUser's. Roles without
+// any are absent; RoleAdmin always is (it holds "*:*").
+func (r *Resource) DefaultGrants() map[string][]Permission {
+	out := map[string][]Permission{}
+	for _, role := range []string{RoleUser, RoleEditor} {
+		var perms []Permission
+		for _, a := range Actions {
+			if slices.Contains(r.Access.Grants[role], a) || slices.ContainsFunc(roleIncludes[role], func(inc string) bool {
+				return slices.Contains(r.Access.Grants[inc], a)
+			}) {
+				perms = append(perms, PermissionFor(r.Name, a))
+			}
+		}
+		if perms != nil {
+			out[role] = perms
+		}
+	}
+	return out
 }
 
 // restricts reports whether only a record's owner (or an admin) may perform

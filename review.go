@@ -18,7 +18,8 @@ var Reviews = NewResource(Resource{
 	Filters: []Filter{
 		{Param: "rating", Kind: FilterEqual, Field: "rating", Values: []string{"1", "2", "3", "4", "5"}},
 	},
-	Access: Access{Owner: "user_id", Guarded: true, Self: []Op{OpDelete}},
+	Access: Access{Owner: "user_id", Guarded: true, Self: []Op{OpDelete},
+		Grants: map[string][]Action{RoleUser: {ActionRead, ActionWrite}}},
 	Parent: "product_id",
 	Example: func(n int) Record {
 		return Record{"rating": int64(1 + n%5), "comment": "Review number " + itoa(n) + ": computes as promised."}

@@ -18,13 +18,13 @@ var Users = NewResource(Resource{
 		{Name: "name", Type: TypeString, Required: true, Sortable: true, Searchable: true,
 			Normalize: trimSpace, Length: &Range{1, 100}, Check: oneLine},
 		{Name: "email", Type: TypeString, Required: true, Unique: true, Sortable: true, Searchable: true,
-			Normalize: trimSpace, Check: checkEmail},
+			DecidesAccess: true, Normalize: trimSpace, Check: checkEmail},
 		{Name: "age", Type: TypeInt, Nullable: true, Sortable: true, Range: &Range{0, 150}},
 		{Name: "password", Type: TypeString, WriteOnly: true, Secret: SecretPassword, Nullable: true, Keep: true,
-			Length: &Range{8, 1024}},
-		{Name: "roles", Type: TypeStrings, Keep: true, AdminOnly: true, Default: func() any { return []string{RoleUser} },
+			DecidesAccess: true, Length: &Range{8, 1024}},
+		{Name: "roles", Type: TypeStrings, Keep: true, AdminOnly: true, DecidesAccess: true, Default: func() any { return []string{RoleUser} },
 			Normalize: normalizeSet, Enum: RoleNames()},
-		{Name: "permissions", Type: TypeStrings, Keep: true, AdminOnly: true, Default: func() any { return []string{} },
+		{Name: "permissions", Type: TypeStrings, Keep: true, AdminOnly: true, DecidesAccess: true, Default: func() any { return []string{} },
 			Normalize: normalizeSet, Check: checkPermissions},
 		{Name: "created_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 		{Name: "updated_at", Type: TypeTime, ReadOnly: true, Sortable: true},
@@ -34,7 +34,7 @@ var Users = NewResource(Resource{
 	// A user owns their own record: they may read and patch it without
 	// users:read or users:write (not its roles or permissions, which only an
 	// admin sets).
-	Access: Access{Owner: "id", Self: []Op{OpRead, OpUpdate}},
+	Access: Access{Owner: "id", Self: []Op{OpRead, OpUpdate}, Grants: map[string][]Action{RoleUser: {ActionRead}}},
 	Events: map[Op]string{OpCreate: "userCreated"},
 	Example: func(n int) Record {
 		return Record{"name": "Ada Lovelace " + itoa(n), "email": "ada" + itoa(n) + "@example.com", "age": int64(36)}

@@ -21,7 +21,7 @@ import (
 	"github.com/resourceapi/resourceapi/sqlstore"
 )
 
-//go:embed migrations/*.sql
+//go:embed migrations/*.sql migrations/declared.json
 var migrations embed.FS
 
 // Options configure Open.
@@ -33,6 +33,10 @@ type Options struct {
 	// OnStatement, when set, is called with every statement the store runs
 	// (sqlstore.Config.OnStatement): for tests that count statements.
 	OnStatement func(query string)
+	// Migrations, when set, are what Open applies instead of the released
+	// migrations (Migrations): for a test that serves a resource of its own,
+	// with the migration GenerateMigration writes for it added.
+	Migrations fs.FS
 }
 
 // DB is a PostgreSQL database. It implements resourceapi.Store.
@@ -58,7 +62,11 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	if err := migrate(ctx, db); err != nil {
+	fsys := opts.Migrations
+	if fsys == nil {
+		fsys = Migrations()
+	}
+	if err := migrate(ctx, db, fsys); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -75,19 +83,15 @@ func Migrate(ctx context.Context, url string) error {
 		return fmt.Errorf("migrate postgres: %w", err)
 	}
 	defer db.Close()
-	return migrate(ctx, db)
+	return migrate(ctx, db, Migrations())
 }
 
-func migrate(ctx context.Context, db *sql.DB) error {
+func migrate(ctx context.Context, db *sql.DB, fsys fs.FS) error {
 	locker, err := lock.NewPostgresSessionLocker()
 	if err != nil {
 		return fmt.Errorf("migrate postgres: %w", err)
 	}
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return fmt.Errorf("migrate postgres: %w", err)
-	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sub,
+	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys,
 		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
 	if err != nil {
 		return fmt.Errorf("migrate postgres: %w", err)

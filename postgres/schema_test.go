@@ -24,18 +24,21 @@ func TestSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	storetest.CheckSchema(t, db, storetest.Introspection{
-		Table: introspect,
-		Types: map[resourceapi.FieldType][]string{
-			// Counts and amounts with small bounds may be integer.
-			resourceapi.TypeInt:     {"bigint", "integer"},
-			resourceapi.TypeBool:    {"boolean"},
-			resourceapi.TypeTime:    {"timestamp with time zone"},
-			resourceapi.TypeString:  {"text"},
-			resourceapi.TypeStrings: {"jsonb"},
-		},
-		IDTypes: []string{"bigint"},
-	})
+	storetest.CheckSchema(t, db, introspection)
+}
+
+// introspection is what storetest's schema checks read of PostgreSQL.
+var introspection = storetest.Introspection{
+	Table: introspect,
+	Types: map[resourceapi.FieldType][]string{
+		// Counts and amounts with small bounds may be integer.
+		resourceapi.TypeInt:     {"bigint", "integer"},
+		resourceapi.TypeBool:    {"boolean"},
+		resourceapi.TypeTime:    {"timestamp with time zone"},
+		resourceapi.TypeString:  {"text"},
+		resourceapi.TypeStrings: {"jsonb"},
+	},
+	IDTypes: []string{"bigint"},
 }
 
 // introspect reads a table of the public schema from PostgreSQL's catalog.

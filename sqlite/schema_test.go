@@ -24,19 +24,22 @@ func TestSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	// STRICT tables store integers, booleans (0 and 1) and timestamps (Unix
-	// milliseconds) in INTEGER columns, and lists as JSON TEXT.
-	storetest.CheckSchema(t, db, storetest.Introspection{
-		Table: introspect,
-		Types: map[resourceapi.FieldType][]string{
-			resourceapi.TypeInt:     {"integer"},
-			resourceapi.TypeBool:    {"integer"},
-			resourceapi.TypeTime:    {"integer"},
-			resourceapi.TypeString:  {"text"},
-			resourceapi.TypeStrings: {"text"},
-		},
-		IDTypes: []string{"integer"},
-	})
+	storetest.CheckSchema(t, db, introspection)
+}
+
+// introspection is what storetest's schema checks read of SQLite. STRICT
+// tables store integers, booleans (0 and 1) and timestamps (Unix
+// milliseconds) in INTEGER columns, and lists as JSON TEXT.
+var introspection = storetest.Introspection{
+	Table: introspect,
+	Types: map[resourceapi.FieldType][]string{
+		resourceapi.TypeInt:     {"integer"},
+		resourceapi.TypeBool:    {"integer"},
+		resourceapi.TypeTime:    {"integer"},
+		resourceapi.TypeString:  {"text"},
+		resourceapi.TypeStrings: {"text"},
+	},
+	IDTypes: []string{"integer"},
 }
 
 // introspect reads a table from SQLite's table-valued pragmas.

@@ -36,7 +36,7 @@ import (
 	"github.com/resourceapi/resourceapi/sqlstore"
 )
 
-//go:embed migrations/*.sql
+//go:embed migrations/*.sql migrations/declared.json
 var migrations embed.FS
 
 // Sync is SQLite's synchronous setting for the WAL.
@@ -71,6 +71,10 @@ type Options struct {
 	// OnStatement, when set, is called with every statement the store runs
 	// (sqlstore.Config.OnStatement): for tests that count statements.
 	OnStatement func(query string)
+	// Migrations, when set, are what Open applies instead of the released
+	// migrations (Migrations): for a test that serves a resource of its own,
+	// with the migration GenerateMigration writes for it added.
+	Migrations fs.FS
 
 	served bool // Beside, and a server holds the lock
 }
@@ -138,7 +142,11 @@ func open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if opts.served {
 		migrateOrCheck = checkCurrent
 	}
-	if err := migrateOrCheck(ctx, write); err != nil {
+	fsys := opts.Migrations
+	if fsys == nil {
+		fsys = Migrations()
+	}
+	if err := migrateOrCheck(ctx, write, fsys); err != nil {
 		write.Close()
 		return nil, err
 	}
@@ -310,14 +318,14 @@ func Migrate(ctx context.Context, path string) error {
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	return migrate(ctx, db)
+	return migrate(ctx, db, Migrations())
 }
 
 // testHookMigrating, set only by tests, runs while Migrate holds the lock.
 var testHookMigrating func()
 
-func migrate(ctx context.Context, db *sql.DB) error {
-	p, err := provider(db)
+func migrate(ctx context.Context, db *sql.DB, fsys fs.FS) error {
+	p, err := provider(db, fsys)
 	if err != nil {
 		return fmt.Errorf("migrate sqlite: %w", err)
 	}
@@ -329,8 +337,8 @@ func migrate(ctx context.Context, db *sql.DB) error {
 
 // checkCurrent fails unless the schema is up to date: a command opened
 // beside a server must not migrate under it.
-func checkCurrent(ctx context.Context, db *sql.DB) error {
-	p, err := provider(db)
+func checkCurrent(ctx context.Context, db *sql.DB, fsys fs.FS) error {
+	p, err := provider(db, fsys)
 	if err != nil {
 		return fmt.Errorf("open sqlite: %w", err)
 	}
@@ -344,8 +352,8 @@ func checkCurrent(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-func provider(db *sql.DB) (*goose.Provider, error) {
-	return goose.NewProvider(goose.DialectSQLite3, db, mustSub(migrations, "migrations"),
+func provider(db *sql.DB, fsys fs.FS) (*goose.Provider, error) {
+	return goose.NewProvider(goose.DialectSQLite3, db, fsys,
 		goose.WithDisableGlobalRegistry(true))
 }
 

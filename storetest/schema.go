@@ -78,12 +78,22 @@ type Introspection struct {
 
 // CheckSchema compares every declared resource with the schema of db, as
 // migrated, and reports each disagreement as a test error (see
-// SchemaProblems). It first checks itself: deliberately wrong declarations
-// must be reported, so that an introspection that sees too little cannot
-// make the check pass.
+// SchemaProblems); and the roles the migrations seed with the default
+// grants of the declarations (resourceapi.DefaultRoles). It first checks
+// itself: deliberately wrong declarations must be reported, so that an
+// introspection that sees too little cannot make the check pass.
 func CheckSchema(t *testing.T, db *sql.DB, in Introspection) {
 	t.Helper()
 	t.Run("DetectsMismatch", func(t *testing.T) { testSchemaMismatches(t, db, in) })
+	t.Run("roles", func(t *testing.T) {
+		problems, err := roleProblems(timeout(t), db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range problems {
+			t.Error(p)
+		}
+	})
 	for _, res := range resourceapi.Declared() {
 		t.Run(res.Name, func(t *testing.T) {
 			problems, err := SchemaProblems(timeout(t), db, in, res)
