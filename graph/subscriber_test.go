@@ -174,6 +174,9 @@ func TestSubscriptionEndsWithItsCredential(t *testing.T) {
 			// credential and checks that it receives an event.
 			subscriber := func(t *testing.T, init map[string]any) *wsClient {
 				t.Helper()
+				// The previous case's subscriber must be gone first, or
+				// its listener could pass for this one's.
+				waitFor(t, "no subscriber", func() bool { return s.hub.Subscribers("userCreated") == 0 })
 				c := s.dial(t, proto, nil)
 				c.init(init)
 				c.subscribe("1", "subscription { userCreated { email } }")
