@@ -34,12 +34,14 @@ var codeOf = map[resourceapi.Code]string{
 
 // Codes of the GraphQL layer's own errors.
 const (
-	codeComplexity    = "COMPLEXITY_LIMIT_EXCEEDED"
-	codeDepth         = "DEPTH_LIMIT_EXCEEDED"
-	codeBadUserInput  = "BAD_USER_INPUT"
-	codeBadRequest    = "BAD_REQUEST"
-	codeSubscriptions = "TOO_MANY_SUBSCRIPTIONS"
-	codeInternal      = "INTERNAL_SERVER_ERROR"
+	codeComplexity       = "COMPLEXITY_LIMIT_EXCEEDED"
+	codeDepth            = "DEPTH_LIMIT_EXCEEDED"
+	codeRecordLimit      = "RECORD_LIMIT_EXCEEDED"
+	codeResponseTooLarge = "RESPONSE_TOO_LARGE"
+	codeBadUserInput     = "BAD_USER_INPUT"
+	codeBadRequest       = "BAD_REQUEST"
+	codeSubscriptions    = "TOO_MANY_SUBSCRIPTIONS"
+	codeInternal         = "INTERNAL_SERVER_ERROR"
 )
 
 // argumentOf names a record field as the GraphQL argument that sets it,
@@ -59,7 +61,14 @@ func argument(field string) string {
 // every problem in extensions.details); errors of the GraphQL layer itself
 // (parsing, validation, limits) keep theirs; anything else is internal: the
 // client sees a generic message, and the log the cause with the request id.
+// Each error is charged to the response's budget (budget.go).
 func (h *Handler) presenter(ctx context.Context, err error) *gqlerror.Error {
+	out := h.present(ctx, err)
+	budgetFrom(ctx).charge(errorBytes(out))
+	return out
+}
+
+func (h *Handler) present(ctx context.Context, err error) *gqlerror.Error {
 	var gqlErr *gqlerror.Error
 	if errors.As(err, &gqlErr) && gqlErr.Err == nil {
 		return gqlErr // the GraphQL layer's own error, already safe
