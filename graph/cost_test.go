@@ -284,7 +284,9 @@ func TestRecordLimit(t *testing.T) {
 	mustUsers(t, s, 11, 20) // 12 users, 220 posts
 	// 12 users and their first 10 posts: 132 records, in reads that may
 	// return 12 + 100 + ... : split, and answered whole.
-	var d struct{ Users []struct{ Posts []struct{ ID string } } }
+	var d struct {
+		Users []struct{ Posts []struct{ ID string } }
+	}
 	s.mustData(s.admin, "{ users { posts(limit: 10) { id } } }", nil, &d)
 	if n := len(d.Users); n != 12 || len(d.Users[1].Posts) != 10 {
 		t.Fatalf("%d users, %d posts of the second", n, len(d.Users[1].Posts))
@@ -302,7 +304,9 @@ func TestRecordLimit(t *testing.T) {
 	// With the default limit, { users { id name email } } answers every
 	// user: 1,000 of them fit.
 	mustUsers(t, s, 988, 0)
-	var all struct{ Users []struct{ ID, Name, Email string } }
+	var all struct {
+		Users []struct{ ID, Name, Email string }
+	}
 	mustServerSharing(t, st, s).mustData(s.admin, "{ users { id name email } }", nil, &all)
 	if len(all.Users) != 1000 {
 		t.Fatalf("%d users, want 1000", len(all.Users))
