@@ -51,12 +51,25 @@ func TestConfigErrors(t *testing.T) {
 		"poll":     {"RESOURCEAPI_EVENTS_POLL": "1ms"},
 		"retain":   {"RESOURCEAPI_EVENTS_RETENTION": "0s"},
 		"length":   {"RESOURCEAPI_EVENTS_STREAM_LENGTH": "10"},
+		"response": {"RESOURCEAPI_GRAPHQL_MAX_RESPONSE_BYTES": "100"},
+		"records":  {"RESOURCEAPI_GRAPHQL_MAX_RECORDS": "many"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := loadConfig(env(kv)); err == nil {
 				t.Fatalf("loadConfig(%v) = nil error, want one", kv)
 			}
 		})
+	}
+}
+
+func TestGraphQLLimitsConfig(t *testing.T) {
+	cfg, err := loadConfig(env(map[string]string{
+		"RESOURCEAPI_GRAPHQL_MAX_RESPONSE_BYTES": "1048576", "RESOURCEAPI_GRAPHQL_MAX_RECORDS": "5000"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.GraphQLMaxResponseBytes != 1<<20 || cfg.GraphQLMaxRecords != 5000 {
+		t.Fatalf("limits = %d bytes, %d records; want 1048576, 5000", cfg.GraphQLMaxResponseBytes, cfg.GraphQLMaxRecords)
 	}
 }
 

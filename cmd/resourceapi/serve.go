@@ -158,6 +158,9 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		},
 		Version: version(),
 		Origins: cfg.CORSOrigins,
+
+		MaxResponseBytes: cfg.GraphQLMaxResponseBytes,
+		MaxRecords:       cfg.GraphQLMaxRecords,
 	})
 	api := http.NewServer(http.Config{
 		Service:        service,
