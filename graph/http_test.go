@@ -155,7 +155,7 @@ func TestLimits(t *testing.T) {
 		{"over the limit", "{ users(limit: 100) { id posts { title } } }", "COMPLEXITY_LIMIT_EXCEEDED"},
 		// 1 + 10 × (1 + 10 × (1 + (1 + 10 × (1 + 1)))) = 2211
 		{"nested defaults", "{ users { posts { author { posts { id title } } } } }", "COMPLEXITY_LIMIT_EXCEEDED"},
-		// 1 + 10 × (1 + 10 × (1 + (1 + 1 × (1 + 1)))) = 511
+		// 1 + 10 × (1 + 10 × (1 + (1 + 1 × (1 + 1)))) = 411
 		{"nested with a limit", "{ users { posts { author { posts(limit: 1) { id title } } } } }", ""},
 		// 1 + 9 × ((1 + 1 × 1) + 109 × 1) = 1000; the ids are aliased, as
 		// repeating one field a hundred times is refused before validation.
