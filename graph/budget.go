@@ -9,6 +9,8 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/resourceapi/resourceapi"
 )
 
 // The static limits (limits.go) price a document before it runs; a list
@@ -29,6 +31,9 @@ import (
 //     RESPONSE_TOO_LARGE, and every field still to resolve answers null at
 //     once without running its resolver: nothing more is read or built,
 //     and what was built (at most the limit, and one field) is dropped.
+//     A list stops the response as soon as it is read when the strings it
+//     selects of its records would not fit (shownBytes), before any of
+//     them is built.
 //
 // A response stopped by its budget is one error and data null; the
 // transports check the encoded response against the limit once more
@@ -128,6 +133,52 @@ func (b *budget) charge(n int) bool {
 		return false
 	}
 	return true
+}
+
+// expect reports whether n bytes that the response will hold, but that are
+// not charged yet, fit in what is left of it; when they do not, the
+// response stops with RESPONSE_TOO_LARGE before they are built.
+func (b *budget) expect(n int) bool {
+	if b == nil {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.failed != nil {
+		return false
+	}
+	if b.bytes+int64(n) > b.maxBytes {
+		b.failLocked(tooLargeError(b.maxBytes))
+		return false
+	}
+	return true
+}
+
+// shownBytes returns what the string fields that the list field resolving
+// in ctx selects of recs (name and email of users, title and content of
+// posts, under each of their aliases) will add to the response: known as
+// soon as the records are read, so that a list whose strings alone would
+// pass the limit stops before any of it is built (the fields are charged
+// when they resolve). It counts every record as shown; one that an error
+// of a non-null field turns to null is not, so a response of such errors
+// may be refused as too large a little early.
+func shownBytes(ctx context.Context, recs []resourceapi.Record) int {
+	fc := graphql.GetFieldContext(ctx)
+	oc := graphql.GetOperationContext(ctx)
+	if fc == nil || oc == nil || len(recs) == 0 || fc.Field.Definition == nil {
+		return 0
+	}
+	n := 0
+	for _, f := range graphql.CollectFields(oc, fc.Field.Selections, []string{fc.Field.Definition.Type.Name()}) {
+		switch f.Name {
+		case "name", "email", "title", "content":
+			for _, rec := range recs {
+				s, _ := rec[f.Name].(string)
+				n += quotedLen(s) + len(f.Alias) + 4
+			}
+		}
+	}
+	return n
 }
 
 // failLocked stops the response with err, unless it was stopped already;

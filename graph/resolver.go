@@ -102,9 +102,11 @@ func (r *resolver) list(ctx context.Context, res *resourceapi.Resource, limit, o
 	}
 	b := budgetFrom(ctx)
 	var out []resourceapi.Record
+	shown := 0
 	for {
 		// Each page is read only when its records fit in the response's
-		// budget (budget.go).
+		// budget, and the response stops as soon as what it selects of
+		// them cannot (budget.go).
 		if b.reserve(1, q.Limit) == 0 {
 			return nil, b.errRecordLimit()
 		}
@@ -112,6 +114,9 @@ func (r *resolver) list(ctx context.Context, res *resourceapi.Resource, limit, o
 		b.release(q.Limit, len(page.Records))
 		if err != nil {
 			return nil, err
+		}
+		if shown += shownBytes(ctx, page.Records); !b.expect(shown) {
+			return nil, b.err()
 		}
 		if limit != nil {
 			return page.Records, nil
@@ -260,6 +265,9 @@ func (r userResolver) Posts(ctx context.Context, obj *User, limit, offset *int) 
 	recs, err := loadersFrom(ctx).posts.Load(ctx, postsKey{obj.id, l, o})
 	if err != nil {
 		return nil, err
+	}
+	if b := budgetFrom(ctx); !b.expect(shownBytes(ctx, recs)) {
+		return nil, b.err()
 	}
 	posts := make([]*Post, len(recs))
 	for i, rec := range recs {
