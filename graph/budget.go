@@ -200,16 +200,23 @@ func (b *budget) err() *gqlerror.Error {
 	return b.failed
 }
 
-// errRecordLimit returns the error a read that did not fit fails with.
-func (b *budget) errRecordLimit() error {
-	if b == nil {
-		return recordLimitError(0)
+// stopErr returns the error a resolver fails with when the budget stopped
+// its response.
+func (b *budget) stopErr() error {
+	err := b.err()
+	if err == nil {
+		err = recordLimitError(0) // a nil budget never stops
 	}
-	if err := b.err(); err != nil {
-		return err
-	}
-	return recordLimitError(b.maxRecords)
+	return stopError{err}
 }
+
+// stopError is the error of a resolver whose response its budget stopped.
+// It is not a *gqlerror.Error, which gqlgen would give the resolver's path
+// in place: resolvers of one response run at once, and loaders hand one
+// error to several of them. The presenter shows it as its gqlerror.
+type stopError struct{ err *gqlerror.Error }
+
+func (e stopError) Error() string { return e.err.Message }
 
 func recordLimitError(limit int) *gqlerror.Error {
 	err := gqlerror.Errorf("The query reads more records than one request may (%d); page lists with limit and offset, "+

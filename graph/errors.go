@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -74,6 +75,12 @@ func (h *Handler) present(ctx context.Context, err error) *gqlerror.Error {
 		return gqlErr // the GraphQL layer's own error, already safe
 	}
 	out := graphql.DefaultErrorPresenter(ctx, err)
+	var stop stopError
+	if errors.As(err, &stop) { // the response's budget stopped it (budget.go)
+		out.Message = stop.err.Message
+		out.Extensions = maps.Clone(stop.err.Extensions)
+		return out
+	}
 	var domain *resourceapi.Error
 	if !errors.As(err, &domain) {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {

@@ -60,7 +60,7 @@ func newLoaders(ctx context.Context, svc *resourceapi.Service) *loaders {
 					errs = make([]error, len(ids))
 				}
 				for i := start; i < len(ids); i++ {
-					errs[i] = b.errRecordLimit()
+					errs[i] = b.stopErr()
 				}
 				break
 			}
@@ -150,7 +150,7 @@ func listEachWithin(ctx context.Context, b *budget, svc *resourceapi.Service, c 
 				errs = make([]error, len(authors))
 			}
 			for i := start; i < len(authors); i++ {
-				errs[i] = b.errRecordLimit()
+				errs[i] = b.stopErr()
 			}
 			break
 		}

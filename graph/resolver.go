@@ -108,7 +108,7 @@ func (r *resolver) list(ctx context.Context, res *resourceapi.Resource, limit, o
 		// budget, and the response stops as soon as what it selects of
 		// them cannot (budget.go).
 		if b.reserve(1, q.Limit) == 0 {
-			return nil, b.errRecordLimit()
+			return nil, b.stopErr()
 		}
 		page, err := r.h.cfg.Service.List(ctx, c, res, 0, q)
 		b.release(q.Limit, len(page.Records))
@@ -116,7 +116,7 @@ func (r *resolver) list(ctx context.Context, res *resourceapi.Resource, limit, o
 			return nil, err
 		}
 		if shown += shownBytes(ctx, page.Records); !b.expect(shown) {
-			return nil, b.err()
+			return nil, b.stopErr()
 		}
 		if limit != nil {
 			return page.Records, nil
@@ -136,7 +136,7 @@ func (r *resolver) list(ctx context.Context, res *resourceapi.Resource, limit, o
 func getOne(ctx context.Context, svc *resourceapi.Service, c *resourceapi.Caller, res *resourceapi.Resource, id int64) (resourceapi.Record, error) {
 	b := budgetFrom(ctx)
 	if b.reserve(1, 1) == 0 {
-		return nil, b.errRecordLimit()
+		return nil, b.stopErr()
 	}
 	rec, err := svc.Get(ctx, c, res, resourceapi.Item{ID: id})
 	read := 0
@@ -240,7 +240,7 @@ func (r queryResolver) AdminData(ctx context.Context) (*AdminData, error) {
 		}
 		b := budgetFrom(ctx)
 		if b.reserve(1, 1) == 0 {
-			return nil, b.errRecordLimit()
+			return nil, b.stopErr()
 		}
 		page, err := r.h.cfg.Service.List(ctx, c, count.res, 0, q)
 		b.release(1, len(page.Records))
@@ -267,7 +267,7 @@ func (r userResolver) Posts(ctx context.Context, obj *User, limit, offset *int) 
 		return nil, err
 	}
 	if b := budgetFrom(ctx); !b.expect(shownBytes(ctx, recs)) {
-		return nil, b.err()
+		return nil, b.stopErr()
 	}
 	posts := make([]*Post, len(recs))
 	for i, rec := range recs {
