@@ -1,7 +1,8 @@
 package graph_test
 
 import (
-	"context"
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -221,15 +222,17 @@ func TestThousandAliasesAreTooComplex(t *testing.T) {
 	}
 }
 
-// mustPlant makes the user of the issue: n posts of size bytes each.
+// mustPlant makes the user of the issue, an ordinary user who posts n posts
+// of size bytes each over REST, and returns their id.
 func mustPlant(tb testing.TB, s *server, email string, n, size int) int64 {
 	tb.Helper()
-	u := s.mustUser("Planter", email)
+	key := s.mustAccount("Planter", email, resourceapi.RoleUser)
+	u := s.ids[email]
 	content := strings.Repeat("x", size)
 	for i := range n {
-		if _, err := s.service.Create(context.Background(), resourceapi.SystemCaller(), resourceapi.Posts, 0,
-			resourceapi.Record{"title": fmt.Sprintf("Large %d", i), "content": content, "author_id": u}); err != nil {
-			tb.Fatal(err)
+		body, _ := json.Marshal(map[string]any{"title": fmt.Sprintf("Large %d", i), "content": content, "author_id": u})
+		if r := s.send(http.MethodPost, "/api/posts", key, bytes.NewReader(body), "Content-Type", "application/json"); r.status != http.StatusCreated {
+			tb.Fatalf("POST /api/posts: %d %.300s", r.status, r.raw)
 		}
 	}
 	return u
