@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -34,12 +35,14 @@ var codeOf = map[resourceapi.Code]string{
 
 // Codes of the GraphQL layer's own errors.
 const (
-	codeComplexity    = "COMPLEXITY_LIMIT_EXCEEDED"
-	codeDepth         = "DEPTH_LIMIT_EXCEEDED"
-	codeBadUserInput  = "BAD_USER_INPUT"
-	codeBadRequest    = "BAD_REQUEST"
-	codeSubscriptions = "TOO_MANY_SUBSCRIPTIONS"
-	codeInternal      = "INTERNAL_SERVER_ERROR"
+	codeComplexity       = "COMPLEXITY_LIMIT_EXCEEDED"
+	codeDepth            = "DEPTH_LIMIT_EXCEEDED"
+	codeRecordLimit      = "RECORD_LIMIT_EXCEEDED"
+	codeResponseTooLarge = "RESPONSE_TOO_LARGE"
+	codeBadUserInput     = "BAD_USER_INPUT"
+	codeBadRequest       = "BAD_REQUEST"
+	codeSubscriptions    = "TOO_MANY_SUBSCRIPTIONS"
+	codeInternal         = "INTERNAL_SERVER_ERROR"
 )
 
 // argumentOf names a record field as the GraphQL argument that sets it,
@@ -59,12 +62,25 @@ func argument(field string) string {
 // every problem in extensions.details); errors of the GraphQL layer itself
 // (parsing, validation, limits) keep theirs; anything else is internal: the
 // client sees a generic message, and the log the cause with the request id.
+// Each error is charged to the response's budget (budget.go).
 func (h *Handler) presenter(ctx context.Context, err error) *gqlerror.Error {
+	out := h.present(ctx, err)
+	budgetFrom(ctx).charge(errorBytes(out))
+	return out
+}
+
+func (h *Handler) present(ctx context.Context, err error) *gqlerror.Error {
 	var gqlErr *gqlerror.Error
 	if errors.As(err, &gqlErr) && gqlErr.Err == nil {
 		return gqlErr // the GraphQL layer's own error, already safe
 	}
 	out := graphql.DefaultErrorPresenter(ctx, err)
+	var stop stopError
+	if errors.As(err, &stop) { // the response's budget stopped it (budget.go)
+		out.Message = stop.err.Message
+		out.Extensions = maps.Clone(stop.err.Extensions)
+		return out
+	}
 	var domain *resourceapi.Error
 	if !errors.As(err, &domain) {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {

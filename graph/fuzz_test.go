@@ -7,13 +7,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/resourceapi/resourceapi/graph"
 )
 
 // FuzzGraphQLRequest posts arbitrary documents and variables to /graphql as
 // an admin, over real HTTP, so that every resolver, argument and limit is in
 // reach: the answer is never a 5xx, and always a JSON body (a response with
-// data or errors, or a request error). The seeds run with the ordinary
-// tests; go test -fuzz FuzzGraphQLRequest ./graph explores further.
+// data or errors, or a request error) within the response limit. The seeds
+// run with the ordinary tests; go test -fuzz FuzzGraphQLRequest ./graph
+// explores further.
 func FuzzGraphQLRequest(f *testing.F) {
 	s := mustServer(f, backends()[0].open(f, nil))
 	for _, seed := range []struct{ query, variables string }{
@@ -34,6 +37,21 @@ func FuzzGraphQLRequest(f *testing.F) {
 		{"{ hello }", "[1]"},
 		{"{ hello }", `{"x":`},
 		{"query Q { hello } query Q { hello }", ""},
+		// The cost model's shapes: introspection, lists without limit,
+		// aliases, fragments, repeats (cost_test.go).
+		{introspectionQuery, ""},
+		{introspectionBomb(120), ""},
+		{introspectionBomb(24), ""},
+		{`{ __type(name: "__Type") { fields { type { ofType { fields { name } } } } } }`, ""},
+		{fragmentChain(30), ""},
+		{sideBySide(300), ""},
+		{"{" + strings.Repeat(" hello", 900) + " }", ""},
+		{"{ " + aliases("users { id }", 1000) + "}", ""},
+		{"{ users { id name email } }", ""},
+		{"{ posts { content author { posts { content } } } }", ""},
+		{"{ " + aliases("posts { content author { posts { content } } }", 7) + "}", ""},
+		{"query($n: Int) { users(limit: $n) { posts { author { posts(limit: $n) { id } } } } }", `{"n":100}`},
+		{"{ adminData { userCount } " + aliases(`user(id: "1") { posts { title } }`, 90) + "}", ""},
 	} {
 		f.Add(seed.query, seed.variables)
 	}
@@ -65,6 +83,9 @@ func FuzzGraphQLRequest(f *testing.F) {
 		}
 		if !json.Valid(b) {
 			t.Fatalf("POST %q: %d, body not JSON: %q", body, res.StatusCode, b)
+		}
+		if len(b) > graph.DefaultMaxResponseBytes {
+			t.Fatalf("POST %q: %d bytes answered", body, len(b))
 		}
 	})
 }

@@ -17,7 +17,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 
@@ -26,15 +25,19 @@ import (
 
 // Defaults of Options's limits.
 const (
-	DefaultComplexityLimit = 1000
-	DefaultMaxDepth        = 15
-	DefaultMaxBodyBytes    = 1 << 20
-	DefaultMaxQueryBytes   = 32 << 10
-	DefaultMaxTokens       = 5000
-	DefaultQueryCacheSize  = 1000
-	DefaultMaxQueueBytes   = 16 << 20
-	DefaultMaxPerCaller    = 64
-	DefaultMaxPerAddr      = 256
+	DefaultMaxQueueBytes    = 16 << 20
+	DefaultMaxPerCaller     = 64
+	DefaultMaxPerAddr       = 256
+	DefaultComplexityLimit  = 1000
+	DefaultMaxFields        = 1000
+	DefaultMaxIntrospection = 10000
+	DefaultMaxDepth         = 15
+	DefaultMaxRecords       = 20000
+	DefaultMaxResponseBytes = 4 << 20
+	DefaultMaxBodyBytes     = 1 << 20
+	DefaultMaxQueryBytes    = 32 << 10
+	DefaultMaxTokens        = 15000
+	DefaultQueryCacheSize   = 1000
 )
 
 // Options is what a Handler is made from. Service is required.
@@ -65,14 +68,33 @@ type Options struct {
 
 	// ComplexityLimit is the most a document may cost (default 1000): each
 	// field costs 1 plus its children, and a list field multiplies its
-	// children by its limit argument, or by 10 without one.
+	// children by its limit argument, or by 10 without one. Introspection
+	// is priced by MaxIntrospection instead.
 	ComplexityLimit int
+	// MaxFields bounds the selections (fields, fragment spreads, inline
+	// fragments) of a document's operations once their fragments are
+	// expanded, each spread counted as often as it is used (default 1000).
+	// It is checked before validation; see documentLimit.
+	MaxFields int
+	// MaxIntrospection bounds the fields (and list elements) that the
+	// introspection of an operation answers, counted exactly from the
+	// schema before it runs (default 10000; the standard introspection
+	// query of GraphiQL and client generators answers about 1,500).
+	MaxIntrospection int
 	// MaxDepth bounds how deeply selections nest (default 15), introspection
 	// aside.
 	MaxDepth int
+	// MaxRecords bounds the records one response reads from the store
+	// (default 20000), and MaxResponseBytes the encoded response (default
+	// 4 MiB): every response (of a request, or of a subscription's event)
+	// is counted as it is produced and stopped once it would pass either,
+	// with RECORD_LIMIT_EXCEEDED or RESPONSE_TOO_LARGE (see budget.go).
+	MaxRecords       int
+	MaxResponseBytes int64
 	// MaxBodyBytes bounds a POST body (default 1 MiB); MaxQueryBytes the
 	// query document in it (default 32 KiB), and MaxTokens its tokens
-	// (default 5000).
+	// (default 15000: a last guard for the parser; the limits above refuse
+	// any document of that size that would cost more than it looks).
 	MaxBodyBytes  int64
 	MaxQueryBytes int
 	MaxTokens     int
@@ -175,18 +197,22 @@ func New(cfg Options) *Handler {
 	srv := handler.New(es)
 	srv.AddTransport(wsTransport{h})
 	srv.AddTransport(httpTransport{h})
-	srv.SetQueryCache(newQueryCache(cfg.QueryCacheSize))
+	cache := newQueryCache(cfg.QueryCacheSize)
+	srv.SetQueryCache(cache)
 	srv.SetParserTokenLimit(cfg.MaxTokens)
 	srv.SetErrorPresenter(h.presenter)
 	srv.SetRecoverFunc(h.recoverPanic)
+	// The cost of a document is bounded before any resolver runs (see
+	// limits.go): its expanded size before validation, then its
+	// complexity, depth and introspection.
+	srv.Use(documentLimit{max: cfg.MaxFields, tokens: cfg.MaxTokens, cache: cache})
 	srv.Use(extension.Introspection{})
 	srv.Use(extension.FixedComplexityLimit(cfg.ComplexityLimit))
 	srv.Use(depthLimit{max: cfg.MaxDepth})
-	srv.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
-		// Fresh loaders for every response: per request, and per event of
-		// a subscription, so nothing read for one is served to another.
-		return next(withLoaders(ctx, cfg.Service))
-	})
+	srv.Use(introspectionLimit{max: cfg.MaxIntrospection, schema: es.Schema()})
+	// What each response reads and holds is bounded as it runs (budget.go).
+	srv.AroundResponses(h.aroundResponse)
+	srv.AroundFields(h.aroundField)
 	h.exec = srv
 	return h
 }
@@ -198,7 +224,14 @@ func setDefaults(cfg *Options) {
 		}
 	}
 	def(&cfg.ComplexityLimit, DefaultComplexityLimit)
+	def(&cfg.MaxFields, DefaultMaxFields)
+	def(&cfg.MaxIntrospection, DefaultMaxIntrospection)
 	def(&cfg.MaxDepth, DefaultMaxDepth)
+	def(&cfg.MaxRecords, DefaultMaxRecords)
+	cfg.MaxRecords = max(cfg.MaxRecords, resourceapi.MaxLimit) // one page of a list
+	if cfg.MaxResponseBytes <= 0 {
+		cfg.MaxResponseBytes = DefaultMaxResponseBytes
+	}
 	def(&cfg.MaxQueryBytes, DefaultMaxQueryBytes)
 	def(&cfg.MaxTokens, DefaultMaxTokens)
 	def(&cfg.QueryCacheSize, DefaultQueryCacheSize)

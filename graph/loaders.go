@@ -44,11 +44,44 @@ const loaderWait = time.Millisecond
 
 func newLoaders(ctx context.Context, svc *resourceapi.Service) *loaders {
 	c, credErr := caller(ctx)
+	b := budgetFrom(ctx)
 	getUsers := func(ctx context.Context, ids []int64) ([]resourceapi.Record, []error) {
+		recs := make([]resourceapi.Record, len(ids))
 		if credErr != nil {
-			return make([]resourceapi.Record, len(ids)), []error{credErr}
+			return recs, []error{credErr}
 		}
-		return svc.GetEach(ctx, c, resourceapi.Users, ids)
+		// In as many reads as the response's budget of records needs: each
+		// id is at most one record.
+		var errs []error
+		for start := 0; start < len(ids); {
+			n := b.reserve(len(ids)-start, 1)
+			if n == 0 {
+				if errs == nil {
+					errs = make([]error, len(ids))
+				}
+				for i := start; i < len(ids); i++ {
+					errs[i] = b.stopErr()
+				}
+				break
+			}
+			part, perrs := svc.GetEach(ctx, c, resourceapi.Users, ids[start:start+n])
+			read := 0
+			for i, rec := range part {
+				if rec != nil {
+					read++
+				}
+				recs[start+i] = rec
+				if perrs != nil && perrs[i] != nil {
+					if errs == nil {
+						errs = make([]error, len(ids))
+					}
+					errs[start+i] = perrs[i]
+				}
+			}
+			b.release(n, read)
+			start += n
+		}
+		return recs, errs
 	}
 	fetchPosts := func(ctx context.Context, keys []postsKey) ([][]resourceapi.Record, []error) {
 		out := make([][]resourceapi.Record, len(keys))
@@ -80,7 +113,7 @@ func newLoaders(ctx context.Context, svc *resourceapi.Service) *loaders {
 			if err != nil {
 				lists, lerrs = make([][]resourceapi.Record, len(idx)), fillErr(len(idx), err)
 			} else {
-				lists, lerrs = svc.ListEach(ctx, c, resourceapi.Posts, authors, q)
+				lists, lerrs = listEachWithin(ctx, b, svc, c, authors, q)
 			}
 			for j, i := range idx {
 				out[i] = lists[j]
@@ -101,6 +134,42 @@ func newLoaders(ctx context.Context, svc *resourceapi.Service) *loaders {
 			dataloadgen.WithBatchCapacity(resourceapi.MaxLimit)),
 		fetchPosts: fetchPosts,
 	}
+}
+
+// listEachWithin reads the posts of each of authors, q.Limit at most each,
+// in as many reads as the response's budget of records needs: a read of n
+// authors may return n×q.Limit records, and is made only when they fit.
+// Authors past what the budget allows fail with RECORD_LIMIT_EXCEEDED.
+func listEachWithin(ctx context.Context, b *budget, svc *resourceapi.Service, c *resourceapi.Caller, authors []int64, q resourceapi.ListQuery) ([][]resourceapi.Record, []error) {
+	lists := make([][]resourceapi.Record, len(authors))
+	var errs []error
+	for start := 0; start < len(authors); {
+		n := b.reserve(len(authors)-start, q.Limit)
+		if n == 0 {
+			if errs == nil {
+				errs = make([]error, len(authors))
+			}
+			for i := start; i < len(authors); i++ {
+				errs[i] = b.stopErr()
+			}
+			break
+		}
+		part, perrs := svc.ListEach(ctx, c, resourceapi.Posts, authors[start:start+n], q)
+		read := 0
+		for i, list := range part {
+			read += len(list)
+			lists[start+i] = list
+			if perrs != nil && perrs[i] != nil {
+				if errs == nil {
+					errs = make([]error, len(authors))
+				}
+				errs[start+i] = perrs[i]
+			}
+		}
+		b.release(n*q.Limit, read)
+		start += n
+	}
+	return lists, errs
 }
 
 func fillErr(n int, err error) []error {

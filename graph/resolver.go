@@ -100,11 +100,23 @@ func (r *resolver) list(ctx context.Context, res *resourceapi.Resource, limit, o
 	if err != nil {
 		return nil, err
 	}
+	b := budgetFrom(ctx)
 	var out []resourceapi.Record
+	shown := 0
 	for {
+		// Each page is read only when its records fit in the response's
+		// budget, and the response stops as soon as what it selects of
+		// them cannot (budget.go).
+		if b.reserve(1, q.Limit) == 0 {
+			return nil, b.stopErr()
+		}
 		page, err := r.h.cfg.Service.List(ctx, c, res, 0, q)
+		b.release(q.Limit, len(page.Records))
 		if err != nil {
 			return nil, err
+		}
+		if shown += shownBytes(ctx, page.Records); !b.expect(shown) {
+			return nil, b.stopErr()
 		}
 		if limit != nil {
 			return page.Records, nil
@@ -118,6 +130,21 @@ func (r *resolver) list(ctx context.Context, res *resourceapi.Resource, limit, o
 		}
 		q.Offset += q.Limit
 	}
+}
+
+// getOne reads one record within the response's budget of records.
+func getOne(ctx context.Context, svc *resourceapi.Service, c *resourceapi.Caller, res *resourceapi.Resource, id int64) (resourceapi.Record, error) {
+	b := budgetFrom(ctx)
+	if b.reserve(1, 1) == 0 {
+		return nil, b.stopErr()
+	}
+	rec, err := svc.Get(ctx, c, res, resourceapi.Item{ID: id})
+	read := 0
+	if rec != nil {
+		read = 1
+	}
+	b.release(1, read)
+	return rec, err
 }
 
 func (r queryResolver) Hello(ctx context.Context) (*string, error) {
@@ -149,7 +176,7 @@ func (r queryResolver) User(ctx context.Context, id string) (*User, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec, err := r.h.cfg.Service.Get(ctx, c, resourceapi.Users, resourceapi.Item{ID: n})
+	rec, err := getOne(ctx, r.h.cfg.Service, c, resourceapi.Users, n)
 	if resourceapi.ErrorCode(err) == resourceapi.CodeNotFound {
 		// Only once the caller is known to be allowed to read users: an
 		// unknown id is null, as the spec says.
@@ -183,7 +210,7 @@ func (r queryResolver) Post(ctx context.Context, id string) (*Post, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec, err := r.h.cfg.Service.Get(ctx, c, resourceapi.Posts, resourceapi.Item{ID: n})
+	rec, err := getOne(ctx, r.h.cfg.Service, c, resourceapi.Posts, n)
 	if resourceapi.ErrorCode(err) == resourceapi.CodeNotFound {
 		return nil, nil
 	}
@@ -211,7 +238,12 @@ func (r queryResolver) AdminData(ctx context.Context) (*AdminData, error) {
 		if err != nil {
 			return nil, err
 		}
+		b := budgetFrom(ctx)
+		if b.reserve(1, 1) == 0 {
+			return nil, b.stopErr()
+		}
 		page, err := r.h.cfg.Service.List(ctx, c, count.res, 0, q)
+		b.release(1, len(page.Records))
 		if err != nil {
 			return nil, err
 		}
@@ -233,6 +265,9 @@ func (r userResolver) Posts(ctx context.Context, obj *User, limit, offset *int) 
 	recs, err := loadersFrom(ctx).posts.Load(ctx, postsKey{obj.id, l, o})
 	if err != nil {
 		return nil, err
+	}
+	if b := budgetFrom(ctx); !b.expect(shownBytes(ctx, recs)) {
+		return nil, b.stopErr()
 	}
 	posts := make([]*Post, len(recs))
 	for i, rec := range recs {

@@ -128,6 +128,11 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	responses, ctx := exec.DispatchOperation(ctx, opCtx)
 	resp := responses(ctx)
 	body := encodeResponse(resp)
+	if int64(len(body)) > t.h.cfg.MaxResponseBytes {
+		// The response's budget stops it before it gets this large
+		// (budget.go); this is the check on what is sent.
+		body, keep = t.h.capResponse(body), false
+	}
 	if keep && len(resp.Errors) == 0 && resp.Data != nil {
 		t.h.users.put(key, before, body)
 	}

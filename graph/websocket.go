@@ -953,6 +953,7 @@ func (c *wsConn) writeResponse(id string, resp *graphql.Response) {
 
 // writeMessage sends an encoded result of operation id.
 func (c *wsConn) writeMessage(id string, payload []byte) {
+	payload = c.h.capResponse(payload) // RESPONSE_TOO_LARGE past Options.MaxResponseBytes
 	typ := "next"
 	if c.legacy {
 		typ = "data"

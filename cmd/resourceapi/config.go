@@ -36,6 +36,9 @@ type config struct {
 	TrustedProxies  []netip.Prefix // RESOURCEAPI_TRUSTED_PROXIES: comma-separated addresses or CIDR prefixes
 	OAuthIssuer     string         // RESOURCEAPI_OAUTH_ISSUER: the authorization server's issuer URL; else derived from each request
 
+	GraphQLMaxResponseBytes int64 // RESOURCEAPI_GRAPHQL_MAX_RESPONSE_BYTES: the most one GraphQL response may hold; 0: the default
+	GraphQLMaxRecords       int   // RESOURCEAPI_GRAPHQL_MAX_RECORDS: the most records one GraphQL response may read; 0: the default
+
 	EventsRelay        bool          // RESOURCEAPI_EVENTS_RELAY: on or off; whether this instance publishes the outbox
 	EventsPoll         time.Duration // RESOURCEAPI_EVENTS_POLL: how often the relay looks for events other processes committed
 	EventsRetention    time.Duration // RESOURCEAPI_EVENTS_RETENTION: how long published events stay in the outbox
@@ -221,6 +224,20 @@ func loadConfig(getenv func(string) string) (config, error) {
 			}
 			*c.dst = n
 		}
+	}
+	if v := getenv("RESOURCEAPI_GRAPHQL_MAX_RESPONSE_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 4096 {
+			errs = append(errs, "RESOURCEAPI_GRAPHQL_MAX_RESPONSE_BYTES must be a number of bytes, 4096 or more")
+		}
+		cfg.GraphQLMaxResponseBytes = n
+	}
+	if v := getenv("RESOURCEAPI_GRAPHQL_MAX_RECORDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 100 {
+			errs = append(errs, "RESOURCEAPI_GRAPHQL_MAX_RECORDS must be a number of records, 100 or more")
+		}
+		cfg.GraphQLMaxRecords = n
 	}
 	if len(errs) > 0 {
 		return config{}, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))

@@ -53,6 +53,8 @@ func TestConfigErrors(t *testing.T) {
 		"length":   {"RESOURCEAPI_EVENTS_STREAM_LENGTH": "10"},
 		"ws user":  {"RESOURCEAPI_WS_MAX_PER_USER": "-1"},
 		"ws addr":  {"RESOURCEAPI_WS_MAX_PER_ADDR": "many"},
+		"response": {"RESOURCEAPI_GRAPHQL_MAX_RESPONSE_BYTES": "100"},
+		"records":  {"RESOURCEAPI_GRAPHQL_MAX_RECORDS": "many"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := loadConfig(env(kv)); err == nil {
@@ -76,6 +78,17 @@ func TestConfigWebSocketCaps(t *testing.T) {
 	}
 	if cfg.WSMaxPerUser != 3 || cfg.WSMaxPerAddr != 0 {
 		t.Fatalf("per user %d, per address %d; want 3, 0", cfg.WSMaxPerUser, cfg.WSMaxPerAddr)
+	}
+}
+
+func TestGraphQLLimitsConfig(t *testing.T) {
+	cfg, err := loadConfig(env(map[string]string{
+		"RESOURCEAPI_GRAPHQL_MAX_RESPONSE_BYTES": "1048576", "RESOURCEAPI_GRAPHQL_MAX_RECORDS": "5000"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.GraphQLMaxResponseBytes != 1<<20 || cfg.GraphQLMaxRecords != 5000 {
+		t.Fatalf("limits = %d bytes, %d records; want 1048576, 5000", cfg.GraphQLMaxResponseBytes, cfg.GraphQLMaxRecords)
 	}
 }
 

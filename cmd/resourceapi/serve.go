@@ -162,6 +162,9 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 			MaxPerCaller: noCapIfZero(cfg.WSMaxPerUser),
 			MaxPerAddr:   noCapIfZero(cfg.WSMaxPerAddr),
 		},
+
+		MaxResponseBytes: cfg.GraphQLMaxResponseBytes,
+		MaxRecords:       cfg.GraphQLMaxRecords,
 	})
 	// The relay and the Redis stream's follower hand the hub a batch only
 	// once the subscription connections can take it.

@@ -1,0 +1,412 @@
+// Command flood measures what abusive requests cost the other clients of a
+// running resourceapi: a legitimate client (GET /api/users/{id} with an API
+// key, one request at a time) measures its latency alone, then while a
+// flood of -requests requests of each abusive shape runs against the same
+// server, one shape after the other, then alone again. It reports each
+// phase's p99 against the first's, and the server's resident memory (VmRSS
+// and its peak VmHWM, from /proc/<pid>/status).
+//
+// The shapes:
+//
+//	introspection  the alias bomb of introspection (a fragment on __Type with
+//	               120 aliased fields { type { ...F1 } } and ofType { ...F1 },
+//	               F1 with 120 aliased names): 4.5 KB, no credential
+//	lists          { posts { content author { posts { content } } } } as a user
+//	               who planted -planted posts of -post-bytes each (cost 131)
+//	basic          GET /api/users/1 with HTTP Basic of a random email and
+//	               password
+//	control        { hello } with no credential: not abusive, the cheapest
+//	               request, to tell what any flood of that many connections
+//	               costs the legitimate client on this machine from what the
+//	               abusive shapes cost
+//
+// It seeds what it needs first, over HTTP with the admin's API key: users
+// 1..-users for the legitimate client, and the planter with its posts and
+// an API key. Every loop is bounded (requests, and -max-phase per phase);
+// all traffic goes to -url, which should be on loopback. See
+// bench/README.md.
+//
+//	go run ./bench/flood -url http://127.0.0.1:8080 -key rk_... -pid 1234
+package main
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "flood:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	url       string
+	key       string // the admin's API key
+	pid       int
+	requests  int
+	conns     int
+	users     int
+	planted   int
+	postBytes int
+	baseline  int
+	maxPhase  time.Duration
+	shapes    []string
+}
+
+func run() error {
+	var c config
+	var shapes string
+	flag.StringVar(&c.url, "url", "http://127.0.0.1:8080", "the server's base URL (loopback)")
+	flag.StringVar(&c.key, "key", "", "an admin API key (required): seeds, and is the legitimate client's credential")
+	flag.IntVar(&c.pid, "pid", 0, "the server's process id, to read its memory (0: do not)")
+	flag.IntVar(&c.requests, "requests", 10000, "requests of each abusive shape")
+	flag.IntVar(&c.conns, "c", 4, "concurrent connections of the flood")
+	flag.IntVar(&c.users, "users", 1000, "users 1..N the legitimate client reads (created first when missing)")
+	flag.IntVar(&c.planted, "planted", 60, "posts of the planter")
+	flag.IntVar(&c.postBytes, "post-bytes", 100_000, "content of each planted post, in bytes")
+	flag.IntVar(&c.baseline, "baseline", 3000, "requests of the legitimate client alone")
+	flag.DurationVar(&c.maxPhase, "max-phase", 10*time.Minute, "the longest a flood phase may run; the rest of its requests are not sent")
+	flag.StringVar(&shapes, "shapes", "control,introspection,lists,basic", "the shapes, comma-separated, in order")
+	flag.Parse()
+	if c.key == "" {
+		return errors.New("-key is required")
+	}
+	c.url = strings.TrimRight(c.url, "/")
+	c.shapes = strings.Split(shapes, ",")
+	for _, s := range c.shapes {
+		if _, ok := shapeRequests[s]; !ok {
+			return fmt.Errorf("unknown shape %q", s)
+		}
+	}
+
+	client := &http.Client{Timeout: 60 * time.Second}
+	planterKey, err := seed(client, c)
+	if err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
+	fmt.Printf("seeded: users 1..%d, a planter with %d posts of %d bytes; %d cores load %s\n",
+		c.users, c.planted, c.postBytes, runtime.NumCPU(), loadavg())
+
+	var first time.Duration
+	report := func(name string, r phase) {
+		p99 := r.legit.percentile(99)
+		if first == 0 {
+			first = p99
+		}
+		line := fmt.Sprintf("%-13s legit n=%-5d p50=%-9s p99=%-9s ratio=%.2f", name, len(r.legit),
+			r.legit.percentile(50).Round(time.Microsecond), p99.Round(time.Microsecond), float64(p99)/float64(first))
+		if r.sent > 0 {
+			line += fmt.Sprintf("  flood %d in %s (%.0f/s) %s", r.sent, r.took.Round(time.Millisecond),
+				float64(r.sent)/r.took.Seconds(), r.codes)
+		}
+		if r.legitErrors > 0 {
+			line += fmt.Sprintf("  legit errors %d", r.legitErrors)
+		}
+		if c.pid != 0 {
+			rss, hwm := memory(c.pid)
+			line += fmt.Sprintf("  server VmRSS %d MiB VmHWM %d MiB", rss>>20, hwm>>20)
+		}
+		fmt.Println(line)
+	}
+	report("alone", flood(client, c, "", "", c.baseline))
+	worst := 1.0
+	for _, s := range c.shapes {
+		r := flood(client, c, s, planterKey, 0)
+		report(s, r)
+		worst = max(worst, float64(r.legit.percentile(99))/float64(first))
+	}
+	report("alone-again", flood(client, c, "", "", c.baseline))
+	summary := fmt.Sprintf("== worst p99 ratio %.2f (target: within 2)", worst)
+	if c.pid != 0 {
+		_, hwm := memory(c.pid)
+		summary += fmt.Sprintf("; server peak VmHWM %d MiB (target: under 256)", hwm>>20)
+	}
+	fmt.Println(summary)
+	return nil
+}
+
+// phase is what one phase measured.
+type phase struct {
+	legit       latencies
+	legitErrors int
+	sent        int
+	took        time.Duration
+	codes       counts
+}
+
+// flood runs the legitimate client while requests of shape run on
+// c.conns connections, c.requests of them; with no shape it runs the
+// legitimate client alone for n requests.
+func flood(client *http.Client, c config, shape, planterKey string, n int) phase {
+	var p phase
+	deadline := time.Now().Add(c.maxPhase)
+	var wg sync.WaitGroup
+	var done atomic.Bool
+	codes := make([]counts, c.conns)
+	var sent atomic.Int64
+	start := time.Now()
+	if shape != "" {
+		next := atomic.Int64{}
+		for w := range c.conns {
+			codes[w] = counts{}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				fc := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+				defer fc.CloseIdleConnections()
+				for next.Add(1) <= int64(c.requests) && time.Now().Before(deadline) {
+					req := shapeRequests[shape](c, planterKey)
+					codes[w][send(fc, req)]++
+					sent.Add(1)
+				}
+			}()
+		}
+		go func() { wg.Wait(); done.Store(true) }()
+	}
+	lc := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	defer lc.CloseIdleConnections()
+	for i := 0; time.Now().Before(deadline); i++ {
+		if shape == "" && i >= n || shape != "" && done.Load() {
+			break
+		}
+		req, _ := http.NewRequest(http.MethodGet, c.url+"/api/users/"+strconv.Itoa(1+mrand.IntN(c.users)), nil)
+		req.Header.Set("X-API-Key", c.key)
+		t := time.Now()
+		code := send(lc, req)
+		p.legit = append(p.legit, time.Since(t))
+		if code != "200" {
+			p.legitErrors++
+		}
+	}
+	wg.Wait()
+	p.took = time.Since(start)
+	p.sent = int(sent.Load())
+	p.codes = counts{}
+	for _, cs := range codes {
+		for k, v := range cs {
+			p.codes[k] += v
+		}
+	}
+	return p
+}
+
+// shapeRequests make a request of each abusive shape.
+var shapeRequests = map[string]func(c config, planterKey string) *http.Request{
+	"control": func(c config, _ string) *http.Request {
+		return graphql(c, "", "{ hello }")
+	},
+	"introspection": func(c config, _ string) *http.Request {
+		return graphql(c, "", introspectionBomb)
+	},
+	"lists": func(c config, planterKey string) *http.Request {
+		return graphql(c, planterKey, "{ posts { content author { posts { content } } } }")
+	},
+	"basic": func(c config, _ string) *http.Request {
+		req, _ := http.NewRequest(http.MethodGet, c.url+"/api/users/1", nil)
+		req.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString(
+			[]byte(rand.Text()+"@flood.example:"+rand.Text())))
+		return req
+	},
+}
+
+var introspectionBomb = func() string {
+	var b strings.Builder
+	b.WriteString("{ __schema { types { ...F0 } } }\nfragment F0 on __Type {")
+	for i := range 120 {
+		if i%2 == 0 {
+			fmt.Fprintf(&b, " a%d: fields { type { ...F1 } }", i)
+		} else {
+			fmt.Fprintf(&b, " a%d: ofType { ...F1 }", i)
+		}
+	}
+	b.WriteString(" }\nfragment F1 on __Type {")
+	for i := range 120 {
+		fmt.Fprintf(&b, " n%d: name", i)
+	}
+	return b.String() + " }"
+}()
+
+func graphql(c config, key, query string) *http.Request {
+	body, _ := json.Marshal(map[string]string{"query": query})
+	req, _ := http.NewRequest(http.MethodPost, c.url+"/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("X-API-Key", key)
+	}
+	return req
+}
+
+// maxBody bounds what is read of a response (the rest is discarded, and
+// the connection closed).
+const maxBody = 16 << 20
+
+// send sends req and returns what it got: the status, with the GraphQL
+// error code when there is one ("200 RESPONSE_TOO_LARGE"), or "error".
+func send(client *http.Client, req *http.Request) string {
+	res, err := client.Do(req)
+	if err != nil {
+		return "error"
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(res.Body, maxBody))
+	out := strconv.Itoa(res.StatusCode)
+	if res.Header.Get("Content-Type") != "" && strings.Contains(res.Header.Get("Content-Type"), "json") {
+		var r struct {
+			Errors []struct {
+				Extensions struct{ Code string }
+			}
+			Error struct{ Code string }
+		}
+		if json.Unmarshal(b, &r) == nil {
+			switch {
+			case len(r.Errors) > 0 && r.Errors[0].Extensions.Code != "":
+				out += " " + r.Errors[0].Extensions.Code
+			case r.Error.Code != "":
+				out += " " + r.Error.Code
+			}
+		}
+	}
+	if len(b) == maxBody {
+		out += fmt.Sprintf(" (over %d MiB)", maxBody>>20)
+	}
+	return out
+}
+
+// seed creates users 1..c.users unless the server has them, and the
+// planter: a user with an API key and c.planted posts. It returns the
+// planter's key.
+func seed(client *http.Client, c config) (string, error) {
+	do := func(method, path, key string, body any, out any) error {
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequest(method, c.url+path, bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-API-Key", key)
+		res, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		rb, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+		if res.StatusCode >= 300 {
+			return fmt.Errorf("%s %s: %d %s", method, path, res.StatusCode, rb)
+		}
+		if out != nil {
+			return json.Unmarshal(rb, out)
+		}
+		return nil
+	}
+	var page struct {
+		Pagination struct{ Total int }
+	}
+	if err := do(http.MethodGet, "/api/users?limit=1", c.key, nil, &page); err != nil {
+		return "", err
+	}
+	for i := page.Pagination.Total + 1; i <= c.users; i++ {
+		if err := do(http.MethodPost, "/api/users", c.key, map[string]any{
+			"name": fmt.Sprintf("Flood %05d", i), "email": fmt.Sprintf("flood%05d@bench.example", i)}, nil); err != nil {
+			return "", err
+		}
+	}
+	var planter struct{ ID int64 }
+	email := "planter-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "@bench.example"
+	if err := do(http.MethodPost, "/api/users", c.key, map[string]any{"name": "Planter", "email": email}, &planter); err != nil {
+		return "", err
+	}
+	var key struct{ Key string }
+	if err := do(http.MethodPost, fmt.Sprintf("/api/users/%d/api-keys", planter.ID), c.key, map[string]any{}, &key); err != nil {
+		return "", err
+	}
+	if key.Key == "" {
+		return "", errors.New("the planter's API key was not returned")
+	}
+	content := strings.Repeat("Planted. ", c.postBytes/9+1)[:c.postBytes]
+	for i := range c.planted {
+		if err := do(http.MethodPost, "/api/posts", key.Key, map[string]any{
+			"title": fmt.Sprintf("Planted %d", i), "content": content, "author_id": planter.ID}, nil); err != nil {
+			return "", err
+		}
+	}
+	return key.Key, nil
+}
+
+type latencies []time.Duration
+
+// percentile returns the p-th percentile: the smallest latency at least
+// p% of them do not exceed.
+func (l latencies) percentile(p int) time.Duration {
+	if len(l) == 0 {
+		return 0
+	}
+	s := slices.Clone(l)
+	slices.Sort(s)
+	i := (len(s)*p+99)/100 - 1
+	return s[max(i, 0)]
+}
+
+// counts are how many responses of each kind a flood got.
+type counts map[string]int
+
+func (c counts) String() string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s: %d", k, c[k])
+	}
+	return "{" + b.String() + "}"
+}
+
+// memory returns the process's resident set and its peak, in bytes.
+func memory(pid int) (rss, hwm int64) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		name, value, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
+		switch name {
+		case "VmRSS":
+			rss = kb << 10
+		case "VmHWM":
+			hwm = kb << 10
+		}
+	}
+	return rss, hwm
+}
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
