@@ -11,6 +11,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"runtime"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
@@ -33,6 +34,10 @@ type Options struct {
 	// OnStatement, when set, is called with every statement the store runs
 	// (sqlstore.Config.OnStatement): for tests that count statements.
 	OnStatement func(query string)
+	// Logger receives a warning when the database stops answering, once per
+	// outage, and a line when it answers again; nil discards them. Requests
+	// meanwhile are answered 503 UNAVAILABLE.
+	Logger *slog.Logger
 }
 
 // DB is a PostgreSQL database. It implements resourceapi.Store.
@@ -62,9 +67,10 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
+	pool := sqlstore.DB{DB: db, Lost: dialect{}.Unavailable, MaxIdle: conns}
 	return &DB{Store: sqlstore.New(sqlstore.Config{
-		Reader: sqlstore.DB{DB: db}, Writer: sqlstore.DB{DB: db}, Dialect: dialect{}, Now: opts.Now,
-		OnStatement: opts.OnStatement,
+		Reader: pool, Writer: pool, Dialect: dialect{}, Now: opts.Now,
+		OnStatement: opts.OnStatement, Logger: opts.Logger,
 	}), db: db}, nil
 }
 
