@@ -7,8 +7,9 @@
 // undoing a failed write alone with savepoints. So writers never see
 // "database is locked", and an acknowledged write is on disk.
 //
-// A SQLite file is served by one process: Open takes a lock on <file>.lock so
-// that a second server on it fails at start, and Migrate takes the same lock.
+// A SQLite file is served by one process: Open takes a lock on the file
+// itself (see lockFile), whatever path reaches it, so that a second server
+// on it fails at start, and Migrate takes the same lock.
 // Several instances need PostgreSQL. Other processes may still write the file (the sqlite3 shell,
 // the service's own commands): the store caches records and list pages, and
 // finds such commits before every read of its cache (see watch), so that it
@@ -22,6 +23,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -78,7 +80,7 @@ type Options struct {
 // DB is a SQLite database. It implements resourceapi.Store.
 type DB struct {
 	*sqlstore.Store
-	lock    *os.File
+	lock    io.Closer
 	read    *sql.DB
 	write   *sql.DB
 	readers *readers
@@ -277,9 +279,9 @@ func dsn(path string, sync Sync, readOnly bool) string {
 var uriPath = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
 
 // lockPath creates the directory of the SQLite file at path if needed and
-// takes the file's lock (see lockFile). Closing the returned file, which may
-// be nil, releases it.
-func lockPath(path string) (*os.File, error) {
+// takes the file's lock (see lockFile). Closing the returned closer, which
+// may be nil, releases it.
+func lockPath(path string) (io.Closer, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, err
 	}
