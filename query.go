@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // List paging limits.
@@ -273,7 +275,7 @@ func ParseListQuery(res *Resource, params url.Values) (ListQuery, error) {
 		case strings.ContainsRune(v, 0):
 			bad("q", "must not contain NUL")
 		default:
-			q.Search = strings.TrimSpace(v)
+			q.Search = norm.NFC.String(strings.TrimSpace(v)) // as names and emails are stored
 			if why := searchRefused(res, q.Search); why != "" {
 				bad("q", why)
 			}

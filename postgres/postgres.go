@@ -94,7 +94,8 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("migrate postgres: %w", err)
 	}
 	p, err := goose.NewProvider(goose.DialectPostgres, db, sub,
-		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
+		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true),
+		goose.WithGoMigrations(goMigrations()...))
 	if err != nil {
 		return fmt.Errorf("migrate postgres: %w", err)
 	}
@@ -102,6 +103,14 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("migrate postgres: %w", err)
 	}
 	return nil
+}
+
+// goMigrations are the migrations in Go, beside the SQL ones in migrations/:
+// data migrations that SQL cannot express the way the rule layer does.
+func goMigrations() []*goose.Migration {
+	return []*goose.Migration{
+		goose.NewGoMigration(10, &goose.GoFunc{RunTx: sqlstore.NormalizeEmails(dialect{})}, nil),
+	}
 }
 
 // Close closes the connection pool.

@@ -3,7 +3,9 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -149,4 +151,62 @@ func each(ctx context.Context, db *sql.DB, query string, args []any, f func(*sql
 		}
 	}
 	return rows.Err()
+}
+
+// TestNormalizeEmailsMigration stores emails as versions before migration 10
+// did (as typed, keyed lower-cased: one NFD, one NFC that collides with it
+// once normalized, one upper-case NFD) and runs the migration: the emails
+// are stored in NFC and keyed by resourceapi.UniqueKey, so sign-in by any
+// spelling finds them and q finds them; of the colliding pair the one
+// already in NFC keeps the key and the other stays as it was.
+func TestNormalizeEmailsMigration(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "emails.db")
+	db, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for i := range 3 {
+		rec, err := db.Create(ctx, resourceapi.Users, mustValid(t, resourceapi.Record{"name": "U" + strconv.Itoa(i), "email": "u" + strconv.Itoa(i) + "@example.com"}, resourceapi.ModeCreate))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, rec.ID())
+	}
+	db.Close()
+	const (
+		nfd     = "jose\u0301@example.com"
+		nfc     = "jos\u00e9@example.com"
+		upperNF = "RENE\u0301@EXAMPLE.COM"
+	)
+	mustExec(t, path,
+		`UPDATE users SET email = '`+nfd+`', email_key = '`+strings.ToLower(nfd)+`' WHERE id = `+strconv.FormatInt(ids[0], 10),
+		`UPDATE users SET email = '`+nfc+`', email_key = '`+strings.ToLower(nfc)+`' WHERE id = `+strconv.FormatInt(ids[1], 10),
+		`UPDATE users SET email = '`+upperNF+`', email_key = '`+strings.ToLower(upperNF)+`' WHERE id = `+strconv.FormatInt(ids[2], 10),
+		`DELETE FROM goose_db_version WHERE version_id >= 10`)
+
+	db = mustOpenPath(t, path)
+	for id, want := range map[int64]string{ids[0]: nfd, ids[1]: nfc, ids[2]: "REN\u00c9@EXAMPLE.COM"} {
+		rec, err := db.Get(ctx, resourceapi.Users, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec["email"] != want {
+			t.Errorf("user %d: email %q, want %q", id, rec["email"], want)
+		}
+	}
+	for email, want := range map[string]int64{nfc: ids[1], nfd: ids[1], "ren\u00e9@example.com": ids[2], "rene\u0301@example.com": ids[2]} {
+		acct, err := db.AccountByEmail(ctx, email)
+		if err != nil || acct.Caller().UserID != want {
+			t.Errorf("AccountByEmail(%q) = user %d, %v; want user %d", email, acct.Caller().UserID, err, want)
+		}
+	}
+	q, err := resourceapi.ParseListQuery(resourceapi.Users, url.Values{"q": {"ren\u00e9"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page, err := db.List(ctx, resourceapi.Users, q); err != nil || len(page.Records) != 1 {
+		t.Errorf("q=ren\u00e9: %v, %v; want user %d", page.Records, err, ids[2])
+	}
 }

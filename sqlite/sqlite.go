@@ -146,6 +146,11 @@ func open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	// Read before the writer pins the one write connection.
 	ftsStmts, err := ftsSync(ctx, write)
+	if err == nil && !opts.served {
+		// What a migration or another process changed since the last
+		// transaction of a server is indexed before the first search.
+		err = runTx(ctx, write, ftsStmts)
+	}
 	if err != nil {
 		write.Close()
 		return nil, fmt.Errorf("open sqlite: %w", err)
@@ -234,6 +239,21 @@ func ftsSync(ctx context.Context, db *sql.DB) ([]string, error) {
 		)
 	}
 	return stmts, nil
+}
+
+// runTx runs stmts in one transaction.
+func runTx(ctx context.Context, db *sql.DB, stmts []string) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, stmt := range stmts {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("%s: %w", stmt, err)
+		}
+	}
+	return tx.Commit()
 }
 
 func columnNames(ctx context.Context, db *sql.DB, table string) ([]string, error) {
@@ -348,7 +368,8 @@ func checkCurrent(ctx context.Context, db *sql.DB) error {
 
 func provider(db *sql.DB) (*goose.Provider, error) {
 	return goose.NewProvider(goose.DialectSQLite3, db, mustSub(migrations, "migrations"),
-		goose.WithDisableGlobalRegistry(true))
+		goose.WithDisableGlobalRegistry(true),
+		goose.WithGoMigrations(goMigrations()...))
 }
 
 // Close marks published the events the relay published since its last
@@ -368,6 +389,14 @@ func (db *DB) Close() error {
 
 func (db *DB) closeDBs() error {
 	return errors.Join(db.read.Close(), db.write.Close())
+}
+
+// goMigrations are the migrations in Go, beside the SQL ones in migrations/:
+// data migrations that SQL cannot express the way the rule layer does.
+func goMigrations() []*goose.Migration {
+	return []*goose.Migration{
+		goose.NewGoMigration(10, &goose.GoFunc{RunTx: sqlstore.NormalizeEmails(dialect{})}, nil),
+	}
 }
 
 func mustSub(fsys fs.FS, dir string) fs.FS {
