@@ -46,7 +46,7 @@ func DecodeRecord(res *Resource, body []byte, pathID int64) (Record, error) {
 	for name, msg := range raw {
 		f := res.Field(name)
 		switch {
-		case f == nil:
+		case f == nil || f.Internal:
 			rec[name] = invalidValue{"is not a field of " + res.Singular}
 		case f.ReadOnly || f.Generate != nil:
 			if name == "id" && pathID != 0 {

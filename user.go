@@ -35,7 +35,11 @@ var Users = NewResource(Resource{
 		{Name: "created_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 		{Name: "updated_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 		{Name: "deleted", Type: TypeBool, Keep: true, Default: func() any { return false }},
+		// service marks the user an OAuth client acts as with the
+		// client_credentials grant (createServiceUser): shown only to admins.
+		{Name: "service", Type: TypeBool, ReadOnly: true, Computed: true, Internal: true, Default: func() any { return false }},
 	},
+	Hidden: "service",
 	Retain: &Retain{Field: "roles", Value: RoleAdmin, Message: "The last admin cannot be removed, deleted or demoted"},
 	// A user owns their own record: they may read and patch it without
 	// users:read or users:write (not its roles or permissions, which only an

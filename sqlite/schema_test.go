@@ -210,3 +210,36 @@ func TestNormalizeEmailsMigration(t *testing.T) {
 		t.Errorf("q=ren\u00e9: %v, %v; want user %d", page.Records, err, ids[2])
 	}
 }
+
+// TestServiceUsersMigration runs migration 9 on a database whose OAuth
+// client was registered before it: the client's service user is marked,
+// so that it is hidden like the service users registered since.
+func TestServiceUsersMigration(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "svc.db")
+	db, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := resourceapi.NewService(db, nil)
+	client, err := svc.Create(ctx, resourceapi.SystemCaller(), resourceapi.OAuthClients, 0,
+		resourceapi.Record{"name": "Old", "grants": []string{resourceapi.GrantClientCredentials}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	mustExec(t, path, "DROP INDEX users_service", "ALTER TABLE users DROP COLUMN service",
+		"DELETE FROM goose_db_version WHERE version_id >= 9")
+	db = mustOpenPath(t, path)
+	u, err := db.Get(ctx, resourceapi.Users, client["user_id"].(int64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u["service"] != true {
+		t.Errorf("the old client's user: service = %v, want true", u["service"])
+	}
+	admin, err := db.Get(ctx, resourceapi.Users, client["user_id"].(int64)-1)
+	if err == nil && admin["service"] != false {
+		t.Errorf("another user: service = %v, want false", admin["service"])
+	}
+}

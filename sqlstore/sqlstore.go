@@ -421,29 +421,51 @@ func (s *Store) orderBy(res *resourceapi.Resource, lq resourceapi.ListQuery) str
 
 // count appends a query for the number of records matching lq.
 func (s *Store) count(q *Query, res *resourceapi.Resource, lq resourceapi.ListQuery) {
-	if !keptCount(lq) {
+	kept, hidden := keptCount(res, lq)
+	if !kept {
 		q.WriteString("SELECT count(*) FROM " + res.Name)
 		q.where(res, lq)
 		return
 	}
-	q.WriteString("SELECT coalesce(sum(n), 0) FROM row_counts WHERE resource = " + q.Arg(res.Name))
+	var states []string // the soft-delete states lq selects
 	for _, fv := range lq.Filters {
-		q.WriteString(" AND deleted = " + s.dialect.Bool(fv.Value == resourceapi.StatusDeleted))
+		if fv.Filter.Kind == resourceapi.FilterSoftDelete {
+			states = append(states, s.dialect.Bool(fv.Value == resourceapi.StatusDeleted))
+		}
+	}
+	q.WriteString("SELECT coalesce(sum(n), 0)")
+	if hidden {
+		// Hidden records are few (an OAuth client's service user each),
+		// and a partial index holds them: counting them costs little.
+		q.WriteString(" - (SELECT count(*) FROM " + res.Name + " WHERE " + column(res.Field(res.Hidden)) + " = " + s.dialect.Bool(true))
+		for _, st := range states {
+			q.WriteString(" AND " + column(res.Field(res.SoftDelete)) + " = " + st)
+		}
+		q.WriteString(")")
+	}
+	q.WriteString(" FROM row_counts WHERE resource = " + q.Arg(res.Name))
+	for _, st := range states {
+		q.WriteString(" AND deleted = " + st)
 	}
 }
 
 // keptCount reports whether row_counts holds the total of lq: no search and
-// no filter but the soft-delete state.
-func keptCount(lq resourceapi.ListQuery) bool {
+// no filter but the soft-delete state, and the hidden records left out
+// (hidden), which the count subtracts.
+func keptCount(res *resourceapi.Resource, lq resourceapi.ListQuery) (kept, hidden bool) {
 	if lq.Search != "" {
-		return false
+		return false, false
 	}
 	for _, fv := range lq.Filters {
-		if fv.Filter.Kind != resourceapi.FilterSoftDelete {
-			return false
+		switch {
+		case fv.Filter.Kind == resourceapi.FilterSoftDelete:
+		case res.Hidden != "" && fv.Filter.Kind == resourceapi.FilterEqual && fv.Filter.Field == res.Hidden && fv.Value == false:
+			hidden = true
+		default:
+			return false, false
 		}
 	}
-	return true
+	return true, hidden
 }
 
 // Get implements resourceapi.Store.
