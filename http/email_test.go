@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/resourceapi/resourceapi"
+	rhttp "github.com/resourceapi/resourceapi/http"
 )
 
 // TestLookAlikeAccounts creates users whose emails differ from one another
@@ -65,3 +66,27 @@ func TestLookAlikeAccounts(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestSpellingsShareGuessBudget guesses the password of one account under
+// several spellings of its email (NFC, NFD, other case, spaces): they sign
+// in to the same account, so they spend one budget of failed guesses. Keyed
+// by the lower-cased text, the NFD spelling had a budget of its own.
+func TestSpellingsShareGuessBudget(t *testing.T) {
+	store := mustSQLite(t, nil)
+	guesses := newTestLimiter(3)
+	c := mustServer(t, store, func(cfg *rhttp.Config) {
+		auth, err := resourceapi.NewAuthenticator(resourceapi.AuthConfig{Store: store.(resourceapi.IdentityStore),
+			Hasher: testHasher(), AccountGuessesFrom: guesses})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Auth = auth
+	})
+	c.mustAccount("Jos\u00e9", "jos\u00e9@example.com", resourceapi.RoleUser)
+	anon := c.anonymous()
+	for _, email := range []string{"jos\u00e9@example.com", "jose\u0301@example.com", "JOS\u00c9@example.com"} {
+		anon.get("/api/users", "Authorization", basicAuth(email, "guess")).mustError(t, http.StatusForbidden, resourceapi.CodeInvalidToken)
+	}
+	anon.get("/api/users", "Authorization", basicAuth("JOSE\u0301@EXAMPLE.COM", "correct horse battery")).
+		mustError(t, http.StatusTooManyRequests, resourceapi.CodeRateLimited)
+}
