@@ -243,3 +243,34 @@ func TestServiceUsersMigration(t *testing.T) {
 		t.Errorf("another user: service = %v, want false", admin["service"])
 	}
 }
+
+// TestServiceUserCreatedWithoutEvent registers an OAuth client: its service
+// user is created hidden, so no userCreated event tells every subscriber
+// about it, while a user created next has its event.
+func TestServiceUserCreatedWithoutEvent(t *testing.T) {
+	ctx := context.Background()
+	db := mustOpenPath(t, filepath.Join(t.TempDir(), "ev.db"))
+	svc := resourceapi.NewService(db, nil)
+	if _, err := svc.Create(ctx, resourceapi.SystemCaller(), resourceapi.OAuthClients, 0,
+		resourceapi.Record{"name": "Quiet", "grants": []string{resourceapi.GrantClientCredentials}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Create(ctx, resourceapi.SystemCaller(), resourceapi.Users, 0,
+		resourceapi.Record{"name": "Loud", "email": "loud@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	var emails []string
+	if _, err := db.PublishEvents(ctx, 100, func(_ context.Context, evs []resourceapi.Event) error {
+		for _, ev := range evs {
+			if ev.Name == "userCreated" {
+				emails = append(emails, ev.Record["email"].(string))
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(emails) != 1 || emails[0] != "loud@example.com" {
+		t.Errorf("userCreated events for %v, want only loud@example.com", emails)
+	}
+}
