@@ -200,8 +200,9 @@ type Resource struct {
 	// else (an internal filter on the field, which NewResource adds), and
 	// reading one by id is CodeNotFound, except for the record's owner. A
 	// record that another names (a post's author) is still read through the
-	// reference. Hidden records publish no events: subscriptions deliver
-	// events to every subscriber alike.
+	// reference. Changing or deleting one by id is CodeNotFound to them
+	// too. Hidden records publish no events: subscriptions deliver events
+	// to every subscriber alike.
 	Hidden string
 	// Retain, when set, is an invariant that writes may not break: at least one
 	// active record holds a value in a list field (the last admin).
@@ -574,9 +575,9 @@ func (r *Resource) SearchableFields() []string {
 }
 
 // HiddenFrom reports whether rec is a record of r that c may not see: a
-// Hidden record, and c neither an admin nor its owner.
+// Hidden record, and c neither an admin nor its owner. A nil rec is not.
 func (r *Resource) HiddenFrom(c *Caller, rec Record) bool {
-	if r.Hidden == "" || !rec.Bool(r.Hidden) || c.IsAdmin() {
+	if r.Hidden == "" || rec == nil || !rec.Bool(r.Hidden) || c.IsAdmin() {
 		return false
 	}
 	owner := r.OwnerOf(rec)

@@ -348,7 +348,7 @@ func (s *Service) Delete(ctx context.Context, c *Caller, res *Resource, item Ite
 // made the new record the caller's own unless the caller is an admin.
 func (s *Service) guard(c *Caller, res *Resource, op Op, a allowed, item Item, cond Condition) Condition {
 	return func(cur Record) error {
-		if cur == nil && a == ifOwner && op != OpReplace {
+		if cur == nil && a == ifOwner && op != OpReplace || res.HiddenFrom(c, cur) {
 			return notFound(res)
 		}
 		if cur == nil && op == OpReplace && !res.CreatableByPut() {

@@ -76,3 +76,19 @@ func TestServiceUsersHidden(t *testing.T) {
 		self.get("/api/users/"+itoa(other)).mustError(t, http.StatusNotFound, resourceapi.CodeNotFound)
 	})
 }
+
+// TestServiceUsersHiddenFromWriters gives a non-admin users:write and
+// users:delete: a service user is still 404 to them, for PATCH and DELETE
+// as for GET.
+func TestServiceUsersHiddenFromWriters(t *testing.T) {
+	forEachStore(t, func(t *testing.T, c *client) {
+		writer := c.as(c.mustAccount("Writer", "writer@example.com", resourceapi.RoleUser))
+		c.do("PATCH", "/api/users/2", `{"permissions":["users:write","users:delete"]}`).mustStatus(t, http.StatusOK)
+		r := c.post("/api/oauth-clients", `{"name":"Reporting","grants":["client_credentials"]}`)
+		r.mustStatus(t, http.StatusCreated)
+		svcPath := "/api/users/" + itoa(idOf(t, map[string]any{"id": r.object(t)["user_id"]}))
+		writer.do("PATCH", svcPath, `{"name":"Renamed"}`).mustError(t, http.StatusNotFound, resourceapi.CodeNotFound)
+		writer.do("DELETE", svcPath, "").mustError(t, http.StatusNotFound, resourceapi.CodeNotFound)
+		c.get(svcPath).mustStatus(t, http.StatusOK)
+	})
+}
