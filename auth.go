@@ -389,9 +389,10 @@ func (a *Authenticator) password(ctx context.Context, email, password, client st
 }
 
 // guessKeys returns the throttling keys of an email: per account, and per
-// account and client.
+// account and client. The account is keyed as the store finds it
+// (UniqueKey): every spelling that signs in to it shares its budget.
 func guessKeys(email, client string) (account, from string) {
-	account = "login:" + strings.ToLower(email)
+	account = "login:" + UniqueKey(strings.TrimSpace(email))
 	return account, account + "|" + client
 }
 
@@ -459,7 +460,7 @@ func (c *verifiedCache) key(email, password string) [32]byte {
 		return k
 	}
 	m := hmac.New(sha256.New, c.mac)
-	m.Write([]byte(strings.ToLower(email)))
+	m.Write([]byte(UniqueKey(strings.TrimSpace(email))))
 	m.Write([]byte{0})
 	m.Write([]byte(password))
 	m.Sum(k[:0])

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -45,13 +46,15 @@ func DecodeRecord(res *Resource, body []byte, pathID int64) (Record, error) {
 	for name, msg := range raw {
 		f := res.Field(name)
 		switch {
-		case f == nil:
+		case f == nil || f.Internal:
 			rec[name] = invalidValue{"is not a field of " + res.Singular}
 		case f.ReadOnly || f.Generate != nil:
 			if name == "id" && pathID != 0 {
 				if id, ok := decodeInt(msg); !ok || id != pathID {
 					rec[name] = invalidValue{"does not match the id in the path"}
 				}
+			} else if !validJSONText(msg) {
+				rec[name] = invalidValue{notUTF8} // ignored, but still text a client must not send
 			}
 		default:
 			v, why := decodeValue(f, msg)
@@ -61,6 +64,11 @@ func DecodeRecord(res *Resource, body []byte, pathID int64) (Record, error) {
 			}
 			rec[name] = v
 		}
+	}
+	if !utf8.Valid(body) && !slices.ContainsFunc(slices.Collect(maps.Values(rec)), func(v any) bool { _, bad := v.(invalidValue); return bad }) {
+		// The bytes are in a name, or in a value that a repeated name
+		// replaced: no field to blame.
+		return nil, Errorf(CodeBadRequest, "Request body is not valid UTF-8")
 	}
 	return rec, nil
 }
@@ -283,6 +291,8 @@ func checkType(f *Field, v any) string {
 		var s string
 		if s, ok = v.(string); ok && strings.IndexByte(s, 0) >= 0 {
 			return "must not contain NUL characters"
+		} else if ok && !utf8.ValidString(s) {
+			return notUTF8
 		}
 	case TypeBool:
 		_, ok = v.(bool)
@@ -290,6 +300,8 @@ func checkType(f *Field, v any) string {
 		var list []string
 		if list, ok = v.([]string); ok && slices.ContainsFunc(list, func(s string) bool { return strings.IndexByte(s, 0) >= 0 }) {
 			return "must not contain NUL characters"
+		} else if ok && slices.ContainsFunc(list, func(s string) bool { return !utf8.ValidString(s) }) {
+			return notUTF8
 		}
 	case TypeItems:
 		_, ok = v.([]Record)
@@ -349,6 +361,9 @@ func decodeValue(f *Field, msg json.RawMessage) (any, string) {
 		if json.Unmarshal(msg, &s) != nil {
 			return nil, want
 		}
+		if !validJSONText(msg) {
+			return nil, notUTF8
+		}
 		return s, ""
 	case TypeBool:
 		var b bool
@@ -360,6 +375,9 @@ func decodeValue(f *Field, msg json.RawMessage) (any, string) {
 		var list []string
 		if json.Unmarshal(msg, &list) != nil || list == nil {
 			return nil, want
+		}
+		if !validJSONText(msg) {
+			return nil, notUTF8
 		}
 		return list, ""
 	case TypeItems:
@@ -379,6 +397,9 @@ func decodeValue(f *Field, msg json.RawMessage) (any, string) {
 				case sub == nil:
 					item[name] = invalidValue{"is not a field of an item"}
 				case sub.ReadOnly:
+					if !validJSONText(m) {
+						item[name] = invalidValue{notUTF8}
+					}
 				default:
 					v, why := decodeValue(sub, m)
 					if why != "" {
@@ -393,6 +414,66 @@ func decodeValue(f *Field, msg json.RawMessage) (any, string) {
 		return items, ""
 	}
 	return nil, "cannot be written"
+}
+
+// validJSONText reports whether the strings of a JSON value hold only valid
+// UTF-8: no invalid byte sequence and no \u escape of an unpaired surrogate
+// half. encoding/json silently replaces both with U+FFFD, so a client's
+// text would be stored other than it sent it; such a value is refused
+// instead. msg is a syntactically valid JSON value.
+func validJSONText(msg []byte) bool {
+	if !utf8.Valid(msg) {
+		return false
+	}
+	for i := 0; i < len(msg); i++ {
+		if msg[i] != '\\' {
+			continue
+		}
+		i++ // the escaped character
+		if i >= len(msg) || msg[i] != 'u' {
+			continue
+		}
+		r, ok := hex4(msg[i+1:])
+		if !ok {
+			return false
+		}
+		i += 4
+		switch {
+		case r >= 0xDC00 && r <= 0xDFFF: // a low half without a high one
+			return false
+		case r >= 0xD800 && r <= 0xDBFF: // a high half needs a low one next
+			if i+2 >= len(msg) || msg[i+1] != '\\' || msg[i+2] != 'u' {
+				return false
+			}
+			low, ok := hex4(msg[i+3:])
+			if !ok || low < 0xDC00 || low > 0xDFFF {
+				return false
+			}
+			i += 6
+		}
+	}
+	return true
+}
+
+// hex4 reads the four hex digits of a \u escape.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
 
 // decodeInt accepts a JSON number with an integral value that fits in int64,

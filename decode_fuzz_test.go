@@ -5,6 +5,7 @@ import (
 	"maps"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/resourceapi/resourceapi"
 )
@@ -23,6 +24,7 @@ func FuzzDecodeRecord(f *testing.F) {
 		`{"name":null,"email":1,"age":"x","roles":"admin","deleted":"yes","nope":1}`,
 		`{"age":1e2}`, `{"age":1.5}`, `{"age":99999999999999999999}`, `{"roles":null}`, `{"roles":["x","x"]}`,
 		`{"name":"A","name":"B"}`, `{}`, `[]`, `null`, `"x"`, `{`, `{"a":1} {}`, ``, "\xff", `{"name":"\ud800"}`, `{"":1}`,
+		"{\"name\":\"a\xffb\",\"email\":\"a@b.c\"}", `{"roles":["\udc00"]}`, `{"name":"\ud83d\ude00","email":"a@b.c"}`,
 	}
 	for i, s := range seeds {
 		f.Add([]byte(s), uint8(i), int64(i%3))
@@ -66,6 +68,9 @@ func FuzzDecodeRecord(f *testing.F) {
 				t.Fatal("error without a message")
 			}
 			return
+		}
+		if !utf8.Valid(body) {
+			t.Fatalf("a body that is not UTF-8 was accepted: %q", body)
 		}
 		for name, v := range rec {
 			f := resourceapi.Users.Field(name)

@@ -170,7 +170,7 @@ func createServiceUser(ctx context.Context, s *Service, rec Record) (undo func(c
 		"name":  truncateRunes(name+" (OAuth client)", 100),
 		"email": id + "@clients.invalid",
 	}
-	created, err := s.Create(ctx, SystemCaller(), Users, 0, user)
+	created, err := s.create(ctx, SystemCaller(), Users, 0, user, Record{"service": true})
 	if err != nil {
 		return nil, err
 	}

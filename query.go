@@ -5,6 +5,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // List paging limits.
@@ -94,6 +97,8 @@ func (q ListQuery) Check(res *Resource) error {
 	}
 	if len(q.Search) > MaxSearchLength || strings.ContainsRune(q.Search, 0) {
 		bad("q", "must be at most "+strconv.Itoa(MaxSearchLength)+" bytes, without NUL")
+	} else if !utf8.ValidString(q.Search) {
+		bad("q", notUTF8)
 	} else if why := searchRefused(res, q.Search); why != "" {
 		bad("q", why)
 	}
@@ -130,8 +135,10 @@ func (fv FilterValue) check(res *Resource) string {
 			return "must be 'active' or 'deleted'"
 		}
 	case FilterContains:
-		if _, ok := fv.Value.(string); !ok {
+		if s, ok := fv.Value.(string); !ok {
 			return "must be a string"
+		} else if !utf8.ValidString(s) {
+			return notUTF8
 		}
 	case FilterEqual:
 		if checkType(res.Field(f.Field), fv.Value) != "" {
@@ -173,18 +180,45 @@ func (p Page) Pages(limit int) int {
 	return (p.Total + limit - 1) / limit
 }
 
+// notUTF8 is the detail of a parameter or string that is not valid UTF-8.
+const notUTF8 = "must be valid UTF-8"
+
+// checkUTF8 returns a detail for each query parameter whose name or a value
+// is not valid UTF-8, in the order of their names, and the set of their
+// names. Such text is refused before anything reads it: no database takes
+// it as a string (PostgreSQL fails the statement), and no response can
+// show it back. Every parameter is checked, even one the request's handler
+// ignores, so that the rule does not depend on which are read.
+func checkUTF8(params url.Values) ([]FieldError, map[string]bool) {
+	var details []FieldError
+	var names map[string]bool
+	for name, vs := range params {
+		if utf8.ValidString(name) && !slices.ContainsFunc(vs, func(v string) bool { return !utf8.ValidString(v) }) {
+			continue
+		}
+		if names == nil {
+			names = make(map[string]bool)
+		}
+		names[name] = true
+		details = append(details, FieldError{Field: strings.ToValidUTF8(truncateText(name, 64), "\uFFFD"), Message: notUTF8})
+	}
+	slices.SortFunc(details, func(a, b FieldError) int { return strings.Compare(a.Field, b.Field) })
+	return details, names
+}
+
 // ParseListQuery validates the query parameters of a list request against
-// res. Parameters that are not part of the list interface are ignored. Every
-// bad parameter gives one detail of a CodeValidation error.
+// res. Parameters that are not part of the list interface are ignored, but
+// any parameter that is not valid UTF-8 is refused. Every bad parameter
+// gives one detail of a CodeValidation error.
 func ParseListQuery(res *Resource, params url.Values) (ListQuery, error) {
 	q := ListQuery{Limit: DefaultLimit, Sort: "id"}
 	page := 1
-	var details []FieldError
+	details, notText := checkUTF8(params)
 	bad := func(param, msg string) { details = append(details, FieldError{Field: param, Message: msg}) }
 	// one returns the single value of param; a repeated parameter is an error.
 	one := func(param string) (string, bool) {
 		vs, ok := params[param]
-		if !ok {
+		if !ok || notText[param] {
 			return "", false
 		}
 		if len(vs) > 1 {
@@ -241,7 +275,7 @@ func ParseListQuery(res *Resource, params url.Values) (ListQuery, error) {
 		case strings.ContainsRune(v, 0):
 			bad("q", "must not contain NUL")
 		default:
-			q.Search = strings.TrimSpace(v)
+			q.Search = norm.NFC.String(strings.TrimSpace(v)) // as names and emails are stored
 			if why := searchRefused(res, q.Search); why != "" {
 				bad("q", why)
 			}
@@ -260,6 +294,9 @@ func ParseListQuery(res *Resource, params url.Values) (ListQuery, error) {
 			continue
 		}
 		v, ok := one(f.Param)
+		if notText[f.Param] {
+			continue
+		}
 		if !ok {
 			v = f.Default
 		}
@@ -300,6 +337,9 @@ func ParseListQuery(res *Resource, params url.Values) (ListQuery, error) {
 // ParseFields validates a fields parameter for a single record: a
 // comma-separated list of visible fields. It returns nil for "all fields".
 func ParseFields(res *Resource, params url.Values) ([]string, error) {
+	if details, _ := checkUTF8(params); len(details) > 0 {
+		return nil, &Error{Code: CodeValidation, Message: "Query parameters are not valid", Details: details}
+	}
 	vs, ok := params["fields"]
 	if !ok {
 		return nil, nil

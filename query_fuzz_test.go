@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"slices"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/resourceapi/resourceapi"
 )
@@ -18,6 +19,7 @@ func FuzzParseListQuery(f *testing.F) {
 		"", "page=2&limit=50", "sort=name&order=desc", "status=all&role=admin&q=ann",
 		"fields=id,email", "fields=,,", "fields=password", "page=0&limit=101", "page=1&page=2",
 		"q=%00", "q=%zz", "sort=age;drop table users", "status=", "limit=+5", "page=9999999999999999999",
+		"q=%ff", "role=%c3", "fields=id,%ed%a0%80", "%ff=1&page=2", "status=%ffall",
 	} {
 		f.Add(s)
 	}
@@ -34,6 +36,9 @@ func FuzzParseListQuery(f *testing.F) {
 				t.Fatalf("error %v, want VALIDATION_ERROR with details", err)
 			}
 			for _, d := range e.Details {
+				if d.Message == "must be valid UTF-8" && utf8.ValidString(d.Field) {
+					continue // any parameter that is not UTF-8 is refused
+				}
 				if !params[d.Field] || d.Message == "" {
 					t.Fatalf("detail %+v names no list parameter", d)
 				}
@@ -51,6 +56,13 @@ func FuzzParseListQuery(f *testing.F) {
 		}
 		if len(q.Search) > resourceapi.MaxSearchLength {
 			t.Fatalf("search of %d bytes", len(q.Search))
+		}
+		for name, vs := range values {
+			for _, v := range vs {
+				if !utf8.ValidString(name) || !utf8.ValidString(v) {
+					t.Fatalf("parameter %q=%q is not UTF-8, and the query was accepted", name, v)
+				}
+			}
 		}
 		if q.Fields != nil {
 			visible := resourceapi.Users.VisibleFields()

@@ -43,3 +43,49 @@ func mustOnlyQ(t *testing.T, what string, err error) {
 		t.Errorf("%s = %v, want a VALIDATION_ERROR with one detail, for q", what, err)
 	}
 }
+
+// TestInvalidUTF8 checks that text that is not valid UTF-8 is refused
+// wherever the rules meet it, naming the parameter or field: in query
+// parameters (every one, read or not), in a query a transport built itself
+// (Check, which stores call), and in a record built by hand (Validate).
+func TestInvalidUTF8(t *testing.T) {
+	for _, params := range []url.Values{
+		{"q": {"\xff"}}, {"page": {"1\xc3"}}, {"role": {"admin\xff"}}, {"fields": {"id,\xed\xa0\x80"}},
+		{"status": {"\xff"}}, {"sort": {"\xff"}}, {"nope": {"\xff"}}, {"q": {"ok", "\xff"}},
+	} {
+		_, err := resourceapi.ParseListQuery(resourceapi.Users, params)
+		for name := range params {
+			mustDetail(t, "ParseListQuery("+params.Encode()+")", err, name, "must be valid UTF-8")
+		}
+	}
+	_, err := resourceapi.ParseListQuery(resourceapi.Users, url.Values{"\xff": {"1"}})
+	mustDetail(t, "ParseListQuery(\\xff=1)", err, "\uFFFD", "must be valid UTF-8")
+	_, err = resourceapi.ParseFields(resourceapi.Users, url.Values{"fields": {"id\xff"}})
+	mustDetail(t, "ParseFields(id\\xff)", err, "fields", "must be valid UTF-8")
+
+	_, err = resourceapi.NewListQuery(resourceapi.Users, resourceapi.ListQuery{Search: "a\xffb"})
+	mustDetail(t, "NewListQuery(Search: a\\xffb)", err, "q", "must be valid UTF-8")
+	role := resourceapi.Users.Filter("role")
+	_, err = resourceapi.NewListQuery(resourceapi.Users, resourceapi.ListQuery{Filters: []resourceapi.FilterValue{{Filter: role, Value: "\xff"}}})
+	mustDetail(t, "NewListQuery(role: \\xff)", err, "role", "must be valid UTF-8")
+
+	rec := resourceapi.Record{"name": "a\xffb", "email": "a@example.com", "roles": []string{"user\xff"}}
+	err = resourceapi.Validate(resourceapi.Users, rec, resourceapi.ModeCreate)
+	mustDetail(t, "Validate(name: a\\xffb)", err, "name", "must be valid UTF-8")
+	mustDetail(t, "Validate(roles: [user\\xff])", err, "roles", "must be valid UTF-8")
+}
+
+func mustDetail(t *testing.T, what string, err error, field, msg string) {
+	t.Helper()
+	e := resourceapi.ErrorOf(err)
+	if e.Code != resourceapi.CodeValidation {
+		t.Errorf("%s = %v, want a VALIDATION_ERROR", what, err)
+		return
+	}
+	for _, d := range e.Details {
+		if d.Field == field && d.Message == msg {
+			return
+		}
+	}
+	t.Errorf("%s: details %v, want {%s: %s}", what, e.Details, field, msg)
+}

@@ -54,6 +54,11 @@ type Field struct {
 	// WriteOnly fields are accepted in bodies but never shown, selected, sorted
 	// or searched (password).
 	WriteOnly bool
+	// Internal fields are kept by the store and read by the rule layer only:
+	// never accepted in a body (a client is told it is no field), shown,
+	// sorted, searched or documented. They are ReadOnly and Computed: the
+	// rule layer sets them (a user that is an OAuth client's service user).
+	Internal bool
 	// Secret says how a field that holds a credential is hashed before it is
 	// stored (in the column <name>_hash); the plain value is never stored.
 	Secret SecretKind
@@ -198,6 +203,15 @@ type Resource struct {
 	// SoftDelete names the boolean field that marks a record soft-deleted, if
 	// the resource has one.
 	SoftDelete string
+	// Hidden names an Internal boolean field; records where it is true are
+	// shown only to admins: lists and their totals leave them out for anyone
+	// else (an internal filter on the field, which NewResource adds), and
+	// reading one by id is CodeNotFound, except for the record's owner. A
+	// record that another names (a post's author) is still read through the
+	// reference. Changing or deleting one by id is CodeNotFound to them
+	// too. Hidden records publish no events: subscriptions deliver events
+	// to every subscriber alike.
+	Hidden string
 	// Retain, when set, is an invariant that writes may not break: at least one
 	// active record holds a value in a list field (the last admin).
 	Retain *Retain
@@ -263,6 +277,12 @@ func NewResource(r Resource) *Resource {
 			panic(fmt.Sprintf("resource %s: soft-delete field %q is not a boolean field", r.Name, r.SoftDelete))
 		}
 	}
+	if r.Hidden != "" {
+		if f := r.fields[r.Hidden]; f == nil || f.Type != TypeBool || !f.Internal {
+			panic(fmt.Sprintf("resource %s: hidden field %q is not an internal boolean field", r.Name, r.Hidden))
+		}
+		r.Filters = append(r.Filters, Filter{Kind: FilterEqual, Field: r.Hidden, Internal: true})
+	}
 	if o := r.Access.Owner; o != "" {
 		if f := r.fields[o]; f == nil || f.Type != TypeInt {
 			panic(fmt.Sprintf("resource %s: owner field %q is not an integer field", r.Name, o))
@@ -302,6 +322,9 @@ func NewResource(r Resource) *Resource {
 	for _, f := range r.Fields {
 		if f.Computed && !f.ReadOnly {
 			panic(fmt.Sprintf("resource %s: computed field %q must be read-only", r.Name, f.Name))
+		}
+		if f.Internal && (!f.ReadOnly || !f.Computed || f.WriteOnly || f.Sortable || f.Searchable || f.Unique) {
+			panic(fmt.Sprintf("resource %s: internal field %q must be read-only and computed, and no more", r.Name, f.Name))
 		}
 		if f.References != "" && f.Type != TypeInt {
 			panic(fmt.Sprintf("resource %s: reference %q is not an integer field", r.Name, f.Name))
@@ -560,7 +583,7 @@ func (r *Resource) Field(name string) *Field { return r.fields[name] }
 // Visible reports whether name is a field that responses show.
 func (r *Resource) Visible(name string) bool {
 	f := r.fields[name]
-	return f != nil && !f.WriteOnly
+	return f != nil && !f.WriteOnly && !f.Internal
 }
 
 // VisibleFields returns the names of the fields responses show, in declaration
@@ -568,7 +591,7 @@ func (r *Resource) Visible(name string) bool {
 func (r *Resource) VisibleFields() []string {
 	names := make([]string, 0, len(r.Fields))
 	for _, f := range r.Fields {
-		if !f.WriteOnly {
+		if !f.WriteOnly && !f.Internal {
 			names = append(names, f.Name)
 		}
 	}
@@ -597,6 +620,19 @@ func (r *Resource) SearchableFields() []string {
 	}
 	return names
 }
+
+// HiddenFrom reports whether rec is a record of r that c may not see: a
+// Hidden record, and c neither an admin nor its owner. A nil rec is not.
+func (r *Resource) HiddenFrom(c *Caller, rec Record) bool {
+	if r.Hidden == "" || rec == nil || !rec.Bool(r.Hidden) || c.IsAdmin() {
+		return false
+	}
+	owner := r.OwnerOf(rec)
+	return owner == 0 || c == nil || owner != c.UserID
+}
+
+// hiddenFilter returns the internal filter on the Hidden field.
+func (r *Resource) hiddenFilter() *Filter { return r.equalFilter(r.Hidden) }
 
 // Filter returns the filter read from query parameter param, or nil.
 func (r *Resource) Filter(param string) *Filter {

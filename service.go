@@ -130,6 +130,9 @@ func (s *Service) list(ctx context.Context, c *Caller, res *Resource, parent int
 		}
 		q.Filters = append(q.Filters, FilterValue{Filter: res.parentFilter(), Value: parent})
 	}
+	if res.Hidden != "" && !c.IsAdmin() {
+		q.Filters = append(q.Filters, FilterValue{Filter: res.hiddenFilter(), Value: false})
+	}
 	if (res.Access.Private || a == ifOwner) && !c.IsAdmin() {
 		// Only the caller's own records: on a nested path of another user,
 		// that is a refusal, not an empty page.
@@ -172,6 +175,9 @@ func (s *Service) get(ctx context.Context, c *Caller, res *Resource, item Item) 
 	if err != nil {
 		return nil, err
 	}
+	if res.HiddenFrom(c, rec) {
+		return nil, notFound(res)
+	}
 	if err := s.check(c, res, OpRead, a, item, rec); err != nil {
 		return nil, err
 	}
@@ -181,7 +187,14 @@ func (s *Service) get(ctx context.Context, c *Caller, res *Resource, item Item) 
 // Create validates rec and stores it as a new record of res, within the
 // parent's records when parent is not 0. The record returned carries, once,
 // the plain value of every secret the service generated for it (an API key).
-func (s *Service) Create(ctx context.Context, c *Caller, res *Resource, parent int64, rec Record) (_ Record, err error) {
+func (s *Service) Create(ctx context.Context, c *Caller, res *Resource, parent int64, rec Record) (Record, error) {
+	return s.create(ctx, c, res, parent, rec, nil)
+}
+
+// create is Create, with computed values the rule layer sets itself
+// (Internal fields, which no request sets): set, applied to the validated
+// record.
+func (s *Service) create(ctx context.Context, c *Caller, res *Resource, parent int64, rec, set Record) (_ Record, err error) {
 	c, err = current(ctx, c)
 	if err != nil {
 		return nil, err
@@ -219,6 +232,9 @@ func (s *Service) Create(ctx context.Context, c *Caller, res *Resource, parent i
 	}
 	if err = s.finish(res, rec); err != nil {
 		return nil, err
+	}
+	for name, v := range set {
+		rec[name] = v
 	}
 	out, err := s.store.Create(ctx, res, rec)
 	if err != nil {
@@ -335,7 +351,7 @@ func (s *Service) Delete(ctx context.Context, c *Caller, res *Resource, item Ite
 // made the new record the caller's own unless the caller is an admin.
 func (s *Service) guard(c *Caller, res *Resource, op Op, a allowed, item Item, cond Condition) Condition {
 	return func(cur Record) error {
-		if cur == nil && a == ifOwner && op != OpReplace {
+		if cur == nil && a == ifOwner && op != OpReplace || res.HiddenFrom(c, cur) {
 			return notFound(res)
 		}
 		if cur == nil && op == OpReplace && !res.CreatableByPut() {

@@ -1,11 +1,14 @@
 package resourceapi
 
 import (
+	"fmt"
 	"net/mail"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // Users is the declaration of the users resource.
@@ -16,9 +19,12 @@ var Users = NewResource(Resource{
 	Fields: []Field{
 		{Name: "id", Type: TypeInt, ReadOnly: true, Sortable: true},
 		{Name: "name", Type: TypeString, Required: true, Sortable: true, Searchable: true,
-			Normalize: trimSpace, Length: &Range{1, 100}, Check: oneLine},
+			Normalize: normalizeLine, Length: &Range{1, 100}, Check: oneLine},
+		// Emails are stored in NFC and unique by UniqueKey, so the two
+		// spellings of josé@example.com (NFC and NFD) and any capitalization
+		// of one address are one account.
 		{Name: "email", Type: TypeString, Required: true, Unique: true, Sortable: true, Searchable: true,
-			DecidesAccess: true, Normalize: trimSpace, Check: checkEmail},
+			DecidesAccess: true, Normalize: normalizeLine, Check: checkEmail},
 		{Name: "age", Type: TypeInt, Nullable: true, Sortable: true, Range: &Range{0, 150}},
 		{Name: "password", Type: TypeString, WriteOnly: true, Secret: SecretPassword, Nullable: true, Keep: true,
 			DecidesAccess: true, Length: &Range{8, 1024}},
@@ -29,7 +35,11 @@ var Users = NewResource(Resource{
 		{Name: "created_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 		{Name: "updated_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 		{Name: "deleted", Type: TypeBool, Keep: true, Default: func() any { return false }},
+		// service marks the user an OAuth client acts as with the
+		// client_credentials grant (createServiceUser): shown only to admins.
+		{Name: "service", Type: TypeBool, ReadOnly: true, Computed: true, Internal: true, Default: func() any { return false }},
 	},
+	Hidden: "service",
 	Retain: &Retain{Field: "roles", Value: RoleAdmin, Message: "The last admin cannot be removed, deleted or demoted"},
 	// A user owns their own record: they may read and patch it without
 	// users:read or users:write (not its roles or permissions, which only an
@@ -50,13 +60,31 @@ const MaxEmailLength = 254
 
 func trimSpace(v any) any { return strings.TrimSpace(v.(string)) }
 
+// normalizeLine trims a line of text and puts it in Unicode Normalization
+// Form C, so that text that looks the same and was typed differently (é as
+// one code point or as e and a combining accent) is stored the same.
+func normalizeLine(v any) any { return norm.NFC.String(strings.TrimSpace(v.(string))) }
+
+// UniqueKey returns the key under which a unique string field is unique:
+// its value in NFC, lower-cased. Two values with one key are the same to
+// the store (CodeConflict), and lookups by such a field (sign-in by email)
+// go by the key.
+func UniqueKey(s string) string {
+	return norm.NFC.String(strings.ToLower(norm.NFC.String(s)))
+}
+
 // checkEmail accepts a bare RFC 5322 addr-spec (no display name, no angle
-// brackets) of at most MaxEmailLength bytes with a non-empty domain.
+// brackets) of at most MaxEmailLength bytes with a non-empty domain, without
+// control or invisible characters (admin@localhost followed by U+200B is
+// not admin@localhost, and must not pass for it).
 func checkEmail(v any) string {
 	s := v.(string)
 	const msg = "must be a valid email address"
 	if s == "" || len(s) > MaxEmailLength {
 		return msg + " of at most 254 characters"
+	}
+	if r, ok := invisible(s, false); ok {
+		return msg + ", without control or invisible characters (" + codePoint(r) + ")"
 	}
 	addr, err := mail.ParseAddress(s)
 	if err != nil || addr.Name != "" || addr.Address != s {
@@ -92,11 +120,37 @@ func checkPermissions(v any) string {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// oneLine refuses control characters: names and titles are shown to people,
-// one line long.
+// oneLine refuses control and invisible characters: names and titles are
+// shown to people, one line long, and must not pass for another name
+// ("Administrator" with a zero-width space inside).
 func oneLine(v any) string {
-	if strings.IndexFunc(v.(string), unicode.IsControl) >= 0 {
-		return "must not contain control characters"
+	if r, ok := invisible(v.(string), true); ok {
+		return "must not contain control or invisible characters (" + codePoint(r) + ")"
 	}
 	return ""
 }
+
+// invisible returns the first character of s that a person cannot see or
+// that changes how the text around it is shown: control characters (Cc),
+// format characters (Cf: zero-width spaces, joiners and non-joiners,
+// directional marks and overrides, the byte order mark, the word joiner,
+// tags), line and paragraph separators (Zl, Zp). With joiners, U+200C ZERO
+// WIDTH NON-JOINER and U+200D ZERO WIDTH JOINER are allowed right after a
+// letter, mark or symbol outside ASCII, where writing needs them (Persian,
+// the Indic scripts, emoji sequences); after ASCII they only hide.
+func invisible(s string, joiners bool) (rune, bool) {
+	prev := rune(-1)
+	for _, r := range s {
+		switch {
+		case (r == '\u200c' || r == '\u200d') && joiners && prev > unicode.MaxASCII &&
+			(unicode.IsLetter(prev) || unicode.IsMark(prev) || unicode.IsSymbol(prev)):
+		case unicode.IsControl(r), unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp):
+			return r, true
+		}
+		prev = r
+	}
+	return 0, false
+}
+
+// codePoint formats r as U+XXXX.
+func codePoint(r rune) string { return fmt.Sprintf("U+%04X", r) }

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -214,6 +215,11 @@ func (t httpTransport) fromBody(w http.ResponseWriter, r *http.Request) (*graphq
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, badRequest("The body is empty; send {\"query\": ...}")
+	}
+	if !utf8.Valid(body) {
+		// encoding/json would read invalid bytes in the document's strings
+		// as U+FFFD, and store text other than the client sent.
+		return nil, badRequest("The body is not valid UTF-8")
 	}
 	if err := json.Unmarshal(body, &raw); err != nil || !isObject(body) {
 		return nil, badRequest("The body is not a JSON object")

@@ -42,7 +42,9 @@ const statusClientClosedRequest = 499
 // of status 500 or more, is logged with the request id, and the client gets
 // only the code and a generic message. A request that failed because its
 // client went away is not a server error: it is answered 499 and logged at
-// debug level only.
+// debug level only. Nor is UNAVAILABLE (503): a dependency that does not
+// answer, which its component logs once per outage (the store does), so
+// each request only logs it at debug level; it carries Retry-After.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
 		s.logFailure(r, slog.LevelDebug, statusClientClosedRequest, err)
@@ -62,7 +64,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		// learns no more of it than of any internal failure.
 		e, status = resourceapi.ErrorOf(nil), http.StatusInternalServerError
 	}
-	if status >= 500 {
+	switch {
+	case e.Code == resourceapi.CodeUnavailable:
+		s.logFailure(r, slog.LevelDebug, status, err)
+	case status >= 500:
 		s.logFailure(r, slog.LevelError, status, err)
 	}
 	s.respondError(w, r, status, e)
@@ -97,8 +102,11 @@ func (s *Server) respondError(w http.ResponseWriter, r *http.Request, status int
 	case e.Code == resourceapi.CodeInvalidToken:
 		h.Set("WWW-Authenticate", `Bearer realm="`+s.vendor+`", error="invalid_token"`)
 	}
-	if e.RetryAfter > 0 {
+	switch {
+	case e.RetryAfter > 0:
 		h.Set("Retry-After", strconv.FormatInt(int64(math.Ceil(e.RetryAfter.Seconds())), 10))
+	case e.Code == resourceapi.CodeUnavailable:
+		h.Set("Retry-After", "1") // an UNAVAILABLE that says no better
 	}
 
 	buf := getBuffer()

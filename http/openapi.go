@@ -402,7 +402,7 @@ func (g *docGen) resourceSchemas(res *resourceapi.Resource) schemaNames {
 		Description: fmt.Sprintf("%s %s with the fields that `fields` selects, in declaration order; every field when it is absent.",
 			upperFirst(article(res.Singular)), res.Singular)}
 	for _, f := range res.Fields {
-		if f.WriteOnly {
+		if f.WriteOnly || f.Internal {
 			continue
 		}
 		record.Properties.set(f.Name, fieldSchema(res, &f, false))
@@ -732,7 +732,7 @@ func placeholder(f *resourceapi.Field) any {
 func visibleExample(res *resourceapi.Resource, withSecrets bool) ordered[any] {
 	rec := exampleRecord(res)
 	for _, f := range res.Fields {
-		if f.WriteOnly {
+		if f.WriteOnly || f.Internal {
 			delete(rec, f.Name)
 		}
 	}

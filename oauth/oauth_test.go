@@ -97,6 +97,28 @@ func testMetadata(t *testing.T, e *env) {
 	if _, err := url.Parse(m["token_endpoint"].(string)); err != nil {
 		t.Fatal(err)
 	}
+	// No issuer is configured, so it comes from Host: no shared cache may
+	// keep it for a client of another host. It used to be public for an hour.
+	if cc, vary := resp.Header.Get("Cache-Control"), resp.Header.Values("Vary"); strings.Contains(cc, "public") || !strings.Contains(cc, "private") || !slices.Contains(vary, "Host") {
+		t.Errorf("metadata: Cache-Control %q, Vary %q; want private, and Vary: Host", cc, vary)
+	}
+	req, err := http.NewRequest(http.MethodGet, e.base+"/.well-known/oauth-authorization-server", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "other.example:8443"
+	other, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Body.Close()
+	var om map[string]any
+	if err := json.NewDecoder(other.Body).Decode(&om); err != nil {
+		t.Fatal(err)
+	}
+	if got := om["issuer"]; got != "http://other.example:8443" {
+		t.Errorf("metadata for Host other.example:8443: issuer %v", got)
+	}
 }
 
 func mustJSON(v any) string {

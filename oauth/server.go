@@ -418,8 +418,17 @@ func remoteIP(r *http.Request) string {
 func (s *Server) metadata(w http.ResponseWriter, r *http.Request) {
 	iss := s.issuerFor(r)
 	auth := []string{"client_secret_basic", "client_secret_post", "none"}
-	w.Header().Set("Cache-Control", "public, max-age=3600")
-	w.Header().Del("Pragma")
+	h := w.Header()
+	h.Del("Pragma")
+	if s.issuer != "" {
+		h.Set("Cache-Control", "public, max-age=3600")
+	} else {
+		// The issuer comes from this request's Host (and scheme): a shared
+		// cache must not hand one host's document to a client of another,
+		// whatever it keys by. Only the client itself may keep it.
+		h.Set("Cache-Control", "private, max-age=3600")
+		h.Add("Vary", "Host")
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"issuer":                                         iss,
 		"authorization_endpoint":                         iss + "/oauth/authorize",

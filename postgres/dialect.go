@@ -2,9 +2,14 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"errors"
+	"io"
+	"net"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -131,3 +136,29 @@ func (dialect) SkipLocked() string { return " FOR UPDATE SKIP LOCKED" }
 // IdentityVersion reads the identity_version row, which triggers move on
 // with every change of a user, an API key or a role (migration 00007).
 func (dialect) IdentityVersion() string { return "(SELECT version FROM identity_version)" }
+
+// Unavailable reports the errors of a server that cannot be reached or is
+// not accepting work: a connection that could not be made (refused, or the
+// server answered 57P03 "the database system is starting up") or that broke,
+// SQLSTATE class 08 (connection exception), 57P01 admin_shutdown (a fast
+// shutdown or a restart ended the session, or pg_terminate_backend),
+// 57P02 crash_shutdown, 57P03 cannot_connect_now and 53300
+// too_many_connections.
+func (dialect) Unavailable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case strings.HasPrefix(pgErr.Code, "08"),
+			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", pgErr.Code == "53300":
+			return true
+		}
+		return false // the server answered: the statement itself failed
+	}
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connectErr) || errors.As(err, &netErr) ||
+		errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) ||
+		pgconn.SafeToRetry(err) || errors.Is(err, pgconn.ErrConnClosed)
+}

@@ -141,7 +141,7 @@ func mustOpenMigrated(t *testing.T, url string, released fs.FS, generated ...str
 		t.Fatal(err)
 	}
 	for _, sql := range generated {
-		file, err := sqlstore.MigrationFileName(fsys, sqlstore.Migration{Name: "generated"})
+		file, err := sqlstore.MigrationFileName(fsys, sqlstore.Migration{Name: "generated"}, postgres.GoMigrationVersions()...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"runtime"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
@@ -37,6 +38,10 @@ type Options struct {
 	// migrations (Migrations): for a test that serves a resource of its own,
 	// with the migration GenerateMigration writes for it added.
 	Migrations fs.FS
+	// Logger receives a warning when the database stops answering, once per
+	// outage, and a line when it answers again; nil discards them. Requests
+	// meanwhile are answered 503 UNAVAILABLE.
+	Logger *slog.Logger
 }
 
 // DB is a PostgreSQL database. It implements resourceapi.Store.
@@ -70,9 +75,10 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
+	pool := sqlstore.DB{DB: db, Lost: dialect{}.Unavailable, MaxIdle: conns}
 	return &DB{Store: sqlstore.New(sqlstore.Config{
-		Reader: sqlstore.DB{DB: db}, Writer: sqlstore.DB{DB: db}, Dialect: dialect{}, Now: opts.Now,
-		OnStatement: opts.OnStatement,
+		Reader: pool, Writer: pool, Dialect: dialect{}, Now: opts.Now,
+		OnStatement: opts.OnStatement, Logger: opts.Logger,
 	}), db: db}, nil
 }
 
@@ -92,7 +98,8 @@ func migrate(ctx context.Context, db *sql.DB, fsys fs.FS) error {
 		return fmt.Errorf("migrate postgres: %w", err)
 	}
 	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys,
-		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
+		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true),
+		goose.WithGoMigrations(goMigrations()...))
 	if err != nil {
 		return fmt.Errorf("migrate postgres: %w", err)
 	}
@@ -100,6 +107,24 @@ func migrate(ctx context.Context, db *sql.DB, fsys fs.FS) error {
 		return fmt.Errorf("migrate postgres: %w", err)
 	}
 	return nil
+}
+
+// GoMigrationVersions returns the versions of the store's migrations written
+// in Go: a generated migration is numbered after them too.
+func GoMigrationVersions() []int64 {
+	var out []int64
+	for _, m := range goMigrations() {
+		out = append(out, m.Version)
+	}
+	return out
+}
+
+// goMigrations are the migrations in Go, beside the SQL ones in migrations/:
+// data migrations that SQL cannot express the way the rule layer does.
+func goMigrations() []*goose.Migration {
+	return []*goose.Migration{
+		goose.NewGoMigration(10, &goose.GoFunc{RunTx: sqlstore.NormalizeEmails(dialect{})}, nil),
+	}
 }
 
 // Close closes the connection pool.

@@ -142,3 +142,66 @@ func each(ctx context.Context, db *sql.DB, query string, args []any, f func(*sql
 	}
 	return rows.Err()
 }
+
+// TestNormalizeEmailsMigration stores emails as versions before migration 10
+// did (as typed, keyed lower-cased: one NFD, one NFC that collides with it
+// once normalized, one upper-case NFD) and runs the migration: the emails
+// are stored in NFC and keyed by resourceapi.UniqueKey, so sign-in by any
+// spelling finds them; of the colliding pair the one already in NFC keeps
+// the key and the other stays as it was.
+func TestNormalizeEmailsMigration(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	db, err := postgres.Open(ctx, url, postgres.Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, email := range []string{"u0@example.com", "u1@example.com", "u2@example.com"} {
+		rec := resourceapi.Record{"name": "U", "email": email}
+		if err := resourceapi.Validate(resourceapi.Users, rec, resourceapi.ModeCreate); err != nil {
+			t.Fatal(err)
+		}
+		out, err := db.Create(ctx, resourceapi.Users, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, out.ID())
+	}
+	db.Close()
+	const nfd, nfc, upperNFD = "jose\u0301@example.com", "jos\u00e9@example.com", "RENE\u0301@EXAMPLE.COM"
+	raw, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, email := range []string{nfd, nfc, upperNFD} {
+		if _, err := raw.ExecContext(ctx, "UPDATE users SET email = $1, email_key = $2 WHERE id = $3", email, strings.ToLower(email), ids[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := raw.ExecContext(ctx, "DELETE FROM goose_db_version WHERE version_id >= 10"); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+
+	db, err = postgres.Open(ctx, url, postgres.Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i, want := range []string{nfd, nfc, "REN\u00c9@EXAMPLE.COM"} {
+		rec, err := db.Get(ctx, resourceapi.Users, ids[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec["email"] != want {
+			t.Errorf("user %d: email %q, want %q", ids[i], rec["email"], want)
+		}
+	}
+	for email, want := range map[string]int64{nfc: ids[1], nfd: ids[1], "ren\u00e9@example.com": ids[2], "rene\u0301@example.com": ids[2]} {
+		acct, err := db.AccountByEmail(ctx, email)
+		if err != nil || acct.Caller().UserID != want {
+			t.Errorf("AccountByEmail(%q) = user %d, %v; want user %d", email, acct.Caller().UserID, err, want)
+		}
+	}
+}

@@ -172,3 +172,7 @@ func (dialect) SkipLocked() string { return "" }
 // IdentityVersion is none: the record cache sees every commit to the file,
 // this process's and others', so accounts are cached with records.
 func (dialect) IdentityVersion() string { return "" }
+
+// Unavailable is false: the database is a file of this process, never out
+// of reach the way a server is.
+func (dialect) Unavailable(error) bool { return false }

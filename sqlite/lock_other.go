@@ -2,8 +2,8 @@
 
 package sqlite
 
-import "os"
+import "io"
 
 // lockFile does nothing where flock is not available: one process per
 // database file is then up to the operator.
-func lockFile(string) (*os.File, error) { return nil, nil }
+func lockFile(string) (io.Closer, error) { return nil, nil }

@@ -125,7 +125,7 @@ func mustOpenMigrated(t *testing.T, path string, released fs.FS, generated ...st
 		t.Fatal(err)
 	}
 	for _, sql := range generated {
-		file, err := sqlstore.MigrationFileName(fsys, sqlstore.Migration{Name: "generated"})
+		file, err := sqlstore.MigrationFileName(fsys, sqlstore.Migration{Name: "generated"}, sqlite.GoMigrationVersions()...)
 		if err != nil {
 			t.Fatal(err)
 		}

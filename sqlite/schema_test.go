@@ -3,7 +3,9 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -152,4 +154,126 @@ func each(ctx context.Context, db *sql.DB, query string, args []any, f func(*sql
 		}
 	}
 	return rows.Err()
+}
+
+// TestNormalizeEmailsMigration stores emails as versions before migration 10
+// did (as typed, keyed lower-cased: one NFD, one NFC that collides with it
+// once normalized, one upper-case NFD) and runs the migration: the emails
+// are stored in NFC and keyed by resourceapi.UniqueKey, so sign-in by any
+// spelling finds them and q finds them; of the colliding pair the one
+// already in NFC keeps the key and the other stays as it was.
+func TestNormalizeEmailsMigration(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "emails.db")
+	db, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for i := range 3 {
+		rec, err := db.Create(ctx, resourceapi.Users, mustValid(t, resourceapi.Record{"name": "U" + strconv.Itoa(i), "email": "u" + strconv.Itoa(i) + "@example.com"}, resourceapi.ModeCreate))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, rec.ID())
+	}
+	db.Close()
+	const (
+		nfd     = "jose\u0301@example.com"
+		nfc     = "jos\u00e9@example.com"
+		upperNF = "RENE\u0301@EXAMPLE.COM"
+	)
+	mustExec(t, path,
+		`UPDATE users SET email = '`+nfd+`', email_key = '`+strings.ToLower(nfd)+`' WHERE id = `+strconv.FormatInt(ids[0], 10),
+		`UPDATE users SET email = '`+nfc+`', email_key = '`+strings.ToLower(nfc)+`' WHERE id = `+strconv.FormatInt(ids[1], 10),
+		`UPDATE users SET email = '`+upperNF+`', email_key = '`+strings.ToLower(upperNF)+`' WHERE id = `+strconv.FormatInt(ids[2], 10),
+		`DELETE FROM goose_db_version WHERE version_id >= 10`)
+
+	db = mustOpenPath(t, path)
+	for id, want := range map[int64]string{ids[0]: nfd, ids[1]: nfc, ids[2]: "REN\u00c9@EXAMPLE.COM"} {
+		rec, err := db.Get(ctx, resourceapi.Users, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec["email"] != want {
+			t.Errorf("user %d: email %q, want %q", id, rec["email"], want)
+		}
+	}
+	for email, want := range map[string]int64{nfc: ids[1], nfd: ids[1], "ren\u00e9@example.com": ids[2], "rene\u0301@example.com": ids[2]} {
+		acct, err := db.AccountByEmail(ctx, email)
+		if err != nil || acct.Caller().UserID != want {
+			t.Errorf("AccountByEmail(%q) = user %d, %v; want user %d", email, acct.Caller().UserID, err, want)
+		}
+	}
+	q, err := resourceapi.ParseListQuery(resourceapi.Users, url.Values{"q": {"ren\u00e9"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page, err := db.List(ctx, resourceapi.Users, q); err != nil || len(page.Records) != 1 {
+		t.Errorf("q=ren\u00e9: %v, %v; want user %d", page.Records, err, ids[2])
+	}
+}
+
+// TestServiceUsersMigration runs migration 9 on a database whose OAuth
+// client was registered before it: the client's service user is marked,
+// so that it is hidden like the service users registered since.
+func TestServiceUsersMigration(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "svc.db")
+	db, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := resourceapi.NewService(db, nil)
+	client, err := svc.Create(ctx, resourceapi.SystemCaller(), resourceapi.OAuthClients, 0,
+		resourceapi.Record{"name": "Old", "grants": []string{resourceapi.GrantClientCredentials}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	mustExec(t, path, "DROP INDEX users_service", "ALTER TABLE users DROP COLUMN service",
+		"DELETE FROM goose_db_version WHERE version_id >= 9")
+	db = mustOpenPath(t, path)
+	u, err := db.Get(ctx, resourceapi.Users, client["user_id"].(int64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u["service"] != true {
+		t.Errorf("the old client's user: service = %v, want true", u["service"])
+	}
+	admin, err := db.Get(ctx, resourceapi.Users, client["user_id"].(int64)-1)
+	if err == nil && admin["service"] != false {
+		t.Errorf("another user: service = %v, want false", admin["service"])
+	}
+}
+
+// TestServiceUserCreatedWithoutEvent registers an OAuth client: its service
+// user is created hidden, so no userCreated event tells every subscriber
+// about it, while a user created next has its event.
+func TestServiceUserCreatedWithoutEvent(t *testing.T) {
+	ctx := context.Background()
+	db := mustOpenPath(t, filepath.Join(t.TempDir(), "ev.db"))
+	svc := resourceapi.NewService(db, nil)
+	if _, err := svc.Create(ctx, resourceapi.SystemCaller(), resourceapi.OAuthClients, 0,
+		resourceapi.Record{"name": "Quiet", "grants": []string{resourceapi.GrantClientCredentials}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Create(ctx, resourceapi.SystemCaller(), resourceapi.Users, 0,
+		resourceapi.Record{"name": "Loud", "email": "loud@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	var emails []string
+	if _, err := db.PublishEvents(ctx, 100, func(_ context.Context, evs []resourceapi.Event) error {
+		for _, ev := range evs {
+			if ev.Name == "userCreated" {
+				emails = append(emails, ev.Record["email"].(string))
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(emails) != 1 || emails[0] != "loud@example.com" {
+		t.Errorf("userCreated events for %v, want only loud@example.com", emails)
+	}
 }

@@ -7,8 +7,9 @@
 // undoing a failed write alone with savepoints. So writers never see
 // "database is locked", and an acknowledged write is on disk.
 //
-// A SQLite file is served by one process: Open takes a lock on <file>.lock so
-// that a second server on it fails at start, and Migrate takes the same lock.
+// A SQLite file is served by one process: Open takes a lock on the file
+// itself (see lockFile), whatever path reaches it, so that a second server
+// on it fails at start, and Migrate takes the same lock.
 // Several instances need PostgreSQL. Other processes may still write the file (the sqlite3 shell,
 // the service's own commands): the store caches records and list pages, and
 // finds such commits before every read of its cache (see watch), so that it
@@ -22,6 +23,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -82,7 +84,7 @@ type Options struct {
 // DB is a SQLite database. It implements resourceapi.Store.
 type DB struct {
 	*sqlstore.Store
-	lock    *os.File
+	lock    io.Closer
 	read    *sql.DB
 	write   *sql.DB
 	readers *readers
@@ -152,6 +154,11 @@ func open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	// Read before the writer pins the one write connection.
 	ftsStmts, err := ftsSync(ctx, write)
+	if err == nil && !opts.served {
+		// What a migration or another process changed since the last
+		// transaction of a server is indexed before the first search.
+		err = runTx(ctx, write, ftsStmts)
+	}
 	if err != nil {
 		write.Close()
 		return nil, fmt.Errorf("open sqlite: %w", err)
@@ -242,6 +249,21 @@ func ftsSync(ctx context.Context, db *sql.DB) ([]string, error) {
 	return stmts, nil
 }
 
+// runTx runs stmts in one transaction.
+func runTx(ctx context.Context, db *sql.DB, stmts []string) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, stmt := range stmts {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("%s: %w", stmt, err)
+		}
+	}
+	return tx.Commit()
+}
+
 func columnNames(ctx context.Context, db *sql.DB, table string) ([]string, error) {
 	rows, err := db.QueryContext(ctx, "SELECT name FROM pragma_table_info(?)", table)
 	if err != nil {
@@ -285,9 +307,9 @@ func dsn(path string, sync Sync, readOnly bool) string {
 var uriPath = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
 
 // lockPath creates the directory of the SQLite file at path if needed and
-// takes the file's lock (see lockFile). Closing the returned file, which may
-// be nil, releases it.
-func lockPath(path string) (*os.File, error) {
+// takes the file's lock (see lockFile). Closing the returned closer, which
+// may be nil, releases it.
+func lockPath(path string) (io.Closer, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, err
 	}
@@ -354,7 +376,8 @@ func checkCurrent(ctx context.Context, db *sql.DB, fsys fs.FS) error {
 
 func provider(db *sql.DB, fsys fs.FS) (*goose.Provider, error) {
 	return goose.NewProvider(goose.DialectSQLite3, db, fsys,
-		goose.WithDisableGlobalRegistry(true))
+		goose.WithDisableGlobalRegistry(true),
+		goose.WithGoMigrations(goMigrations()...))
 }
 
 // Close marks published the events the relay published since its last
@@ -374,6 +397,24 @@ func (db *DB) Close() error {
 
 func (db *DB) closeDBs() error {
 	return errors.Join(db.read.Close(), db.write.Close())
+}
+
+// GoMigrationVersions returns the versions of the store's migrations written
+// in Go: a generated migration is numbered after them too.
+func GoMigrationVersions() []int64 {
+	var out []int64
+	for _, m := range goMigrations() {
+		out = append(out, m.Version)
+	}
+	return out
+}
+
+// goMigrations are the migrations in Go, beside the SQL ones in migrations/:
+// data migrations that SQL cannot express the way the rule layer does.
+func goMigrations() []*goose.Migration {
+	return []*goose.Migration{
+		goose.NewGoMigration(10, &goose.GoFunc{RunTx: sqlstore.NormalizeEmails(dialect{})}, nil),
+	}
 }
 
 func mustSub(fsys fs.FS, dir string) fs.FS {

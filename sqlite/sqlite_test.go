@@ -120,6 +120,73 @@ func TestOneProcessPerFile(t *testing.T) {
 	again.Close()
 }
 
+// TestOneServerWhateverThePath opens a second store on a database file that
+// a first one serves, through another path to the same file: a hard link, a
+// symbolic link, a path through ".." and one through a symbolic link to the
+// directory. Each fails at start, as Migrate does; the first one's lock
+// survives SQLite closing its own descriptors of the file (another
+// connection in the process opened and closed); and once the first store
+// has closed, the file opens through any of them. The lock used to be on
+// path+".lock", so two servers, one per name, wrote the file at once: it
+// was left malformed, with acknowledged writes lost.
+func TestOneServerWhateverThePath(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "one.db")
+	first, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			first.Close()
+		}
+	}()
+	hard, soft := filepath.Join(dir, "hard.db"), filepath.Join(dir, "soft.db")
+	if err := os.Link(path, hard); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(path, soft); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "elsewhere")
+	if err := os.Symlink(dir, other); err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{hard, soft, dir + "/x/../one.db", filepath.Join(other, "one.db"), filepath.Join(other, "hard.db")}
+	// SQLite's own locks are POSIX locks, which any close of the file by the
+	// process releases: the server's lock must not be one of them.
+	mustExec(t, path, "SELECT 1")
+	for _, p := range paths {
+		if second, err := sqlite.Open(ctx, p, sqlite.Options{}); err == nil {
+			second.Close()
+			t.Errorf("Open(%s) while %s is served succeeded, want an error", p, path)
+		} else if !strings.Contains(err.Error(), "in use by another resourceapi process") {
+			t.Errorf("Open(%s) while %s is served = %v, want an error saying it is in use", p, path, err)
+		}
+		if err := sqlite.Migrate(ctx, p); err == nil || !strings.Contains(err.Error(), "in use by another resourceapi process") {
+			t.Errorf("Migrate(%s) while %s is served = %v, want an error saying it is in use", p, path, err)
+		}
+	}
+	closed = true
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths {
+		db, err := sqlite.Open(ctx, p, sqlite.Options{})
+		if err != nil {
+			t.Fatalf("Open(%s) once the first store closed: %v", p, err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestMigrate checks that Migrate creates the file's directory, and that it
 // takes the lock Open takes: it refuses a file a server has open, and no
 // server starts on a file while it migrates.

@@ -38,7 +38,9 @@ func (s *Store) GetMany(ctx context.Context, res *resourceapi.Resource, ids []in
 	for len(missing) > 0 {
 		n := min(len(missing), maxBatch)
 		chunk := missing[:n]
+		base := len(out)
 		err := s.reader.Read(ctx, func(ctx context.Context, tx Querier) error {
+			out = out[:base] // a read may run twice (DB.Lost)
 			cols := s.readColumns(res)
 			q := s.newQuery()
 			q.WriteString("SELECT " + cols.list + s.versionColumn(check) + " FROM " + res.Name + " WHERE id IN (" + q.ints(chunk) + ")")
@@ -104,7 +106,9 @@ func (s *Store) ListEach(ctx context.Context, res *resourceapi.Resource, field s
 		n := min(len(rest), maxBatch)
 		chunk := rest[:n]
 		rest = rest[n:]
+		base := len(out)
 		err := s.reader.Read(ctx, func(ctx context.Context, tx Querier) error {
+			out = out[:base] // a read may run twice (DB.Lost)
 			cols := s.readColumns(res)
 			order := s.orderBy(res, lq)
 			q := s.newQuery()

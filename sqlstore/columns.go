@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/resourceapi/resourceapi"
@@ -20,8 +19,8 @@ func column(f *resourceapi.Field) string {
 }
 
 // keyColumn returns the column that enforces a unique string field
-// case-insensitively: <name>_key holds the lower-cased value under a UNIQUE
-// constraint, the same on every database.
+// case-insensitively: <name>_key holds resourceapi.UniqueKey of the value
+// (NFC, lower-cased) under a UNIQUE constraint, the same on every database.
 func keyColumn(f *resourceapi.Field) string {
 	if f.Unique && f.Type == resourceapi.TypeString {
 		return f.Name + "_key"
@@ -39,7 +38,7 @@ func writeColumns(f *resourceapi.Field, v any) []columnValue {
 	cvs := []columnValue{{column(f), v}}
 	if key := keyColumn(f); key != "" {
 		s, _ := v.(string)
-		cvs = append(cvs, columnValue{key, strings.ToLower(s)})
+		cvs = append(cvs, columnValue{key, resourceapi.UniqueKey(s)})
 	}
 	return cvs
 }

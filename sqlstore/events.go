@@ -19,8 +19,8 @@ var _ resourceapi.Outbox = (*Store)(nil)
 // so the event commits with the write or not at all.
 func (s *Store) recordEvent(ctx context.Context, tx Tx, res *resourceapi.Resource, op resourceapi.Op, rec resourceapi.Record) error {
 	name := res.Events[op]
-	if name == "" {
-		return nil
+	if name == "" || (res.Hidden != "" && rec.Bool(res.Hidden)) {
+		return nil // a hidden record's events would reach every subscriber
 	}
 	payload, err := resourceapi.MarshalRecord(res, rec)
 	if err != nil {

@@ -35,9 +35,10 @@ func (s *Store) AccountByID(ctx context.Context, id int64) (resourceapi.Account,
 }
 
 // AccountByEmail implements resourceapi.IdentityStore. Emails are compared as
-// the unique constraint compares them: lower-cased.
+// the unique constraint compares them: by resourceapi.UniqueKey (NFC,
+// lower-cased), so any spelling of a stored address signs in.
 func (s *Store) AccountByEmail(ctx context.Context, email string) (resourceapi.Account, error) {
-	key := strings.ToLower(strings.TrimSpace(email))
+	key := resourceapi.UniqueKey(strings.TrimSpace(email))
 	return s.cachedAccount(ctx, "\x00account email "+key, func() (resourceapi.Account, error) {
 		return s.account(ctx, "u.email_key = "+s.dialect.Placeholder(1), "", key)
 	})

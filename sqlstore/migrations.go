@@ -771,13 +771,17 @@ var versioned = regexp.MustCompile(`^([0-9]+)_.*\.sql$`)
 
 // MigrationFileName returns the name of the file of migration m in the
 // migrations directory dir: the version after the highest of the files
-// there (some written by hand), then m's name ("00008_gadgets.sql").
-func MigrationFileName(dir fs.FS, m Migration) (string, error) {
+// there (some written by hand) and of taken, the versions of the store's
+// migrations written in Go, then m's name ("00008_gadgets.sql").
+func MigrationFileName(dir fs.FS, m Migration, taken ...int64) (string, error) {
 	entries, err := fs.ReadDir(dir, ".")
 	if err != nil {
 		return "", err
 	}
 	var last int64
+	for _, v := range taken {
+		last = max(last, v)
+	}
 	for _, e := range entries {
 		if s := versioned.FindStringSubmatch(e.Name()); s != nil {
 			n, err := strconv.ParseInt(s[1], 10, 64)

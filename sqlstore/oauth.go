@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/resourceapi/resourceapi"
@@ -59,7 +58,7 @@ func (s *Store) Client(ctx context.Context, clientID string) (resourceapi.OAuthC
 	var c resourceapi.OAuthClient
 	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
 		var hash sql.NullString
-		rec, err := cols.scanExtra(q.QueryRowContext(ctx, query, strings.ToLower(clientID)), &hash)
+		rec, err := cols.scanExtra(q.QueryRowContext(ctx, query, resourceapi.UniqueKey(clientID)), &hash)
 		if err != nil {
 			return err
 		}

@@ -37,6 +37,13 @@ func (q *Query) where(res *resourceapi.Resource, lq resourceapi.ListQuery, extra
 		case resourceapi.FilterContains:
 			conds = append(conds, q.dialect.Contains(q, column(res.Field(fv.Filter.Field)), fv.Value.(string)))
 		case resourceapi.FilterEqual:
+			if b, ok := fv.Value.(bool); ok {
+				// A literal, as for the soft-delete flag (Dialect.Bool): a
+				// bound boolean would make SQLite re-plan for the partial
+				// index of hidden records on every run.
+				conds = append(conds, column(res.Field(fv.Filter.Field))+" = "+q.dialect.Bool(b))
+				continue
+			}
 			conds = append(conds, column(res.Field(fv.Filter.Field))+" = "+q.Arg(fv.Value))
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -81,6 +82,11 @@ type Dialect interface {
 	// because the values before it were taken, so that later Creates do not
 	// try those again. It never moves the sequence backwards.
 	SkipID(ctx context.Context, tx Execer, res *resourceapi.Resource, id int64) error
+	// Unavailable reports whether err means that the database could not be
+	// reached or is not accepting work (the connection was refused or lost,
+	// the server is shutting down or starting up): the store answers
+	// resourceapi.CodeUnavailable for it, and logs each outage once.
+	Unavailable(err error) bool
 	// IdentityVersion returns an expression whose value is the identity
 	// version (resourceapi.IdentityVersioner), which every commit that
 	// changes what decides access (a user's roles, grants, password, email
@@ -132,11 +138,43 @@ type Writer interface {
 
 // DB is the Reader and Writer of a server database reached through a
 // database/sql pool: reads on the pool, one transaction per write.
-type DB struct{ *sql.DB }
+type DB struct {
+	*sql.DB
+	// Lost, when set, reports whether err means that the connection a
+	// statement ran on is gone (the server ended it, or it broke). A read
+	// that fails so runs once more, after the pool's idle connections are
+	// closed, so on a fresh connection: after a restart of the server every
+	// pooled connection is dead, and database/sql only notices when it uses
+	// one. So does the BEGIN of a write, which nothing of the write has
+	// followed yet; a write whose statements ran is never run again, as its
+	// commit may or may not have happened.
+	Lost func(err error) bool
+	// MaxIdle is the pool's SetMaxIdleConns, restored after the idle
+	// connections are closed.
+	MaxIdle int
+}
 
-// Read implements Reader.
+// Read implements Reader. fn may run twice (see Lost), and must leave the
+// same result whether it ran once or twice.
 func (db DB) Read(ctx context.Context, fn func(ctx context.Context, q Querier) error) error {
+	err := fn(ctx, db.DB)
+	if !db.lost(ctx, err) {
+		return err
+	}
+	db.dropIdle()
 	return fn(ctx, db.DB)
+}
+
+func (db DB) lost(ctx context.Context, err error) bool {
+	return err != nil && db.Lost != nil && ctx.Err() == nil && db.Lost(err)
+}
+
+// dropIdle closes the pool's idle connections, which the statement that
+// just failed shows are likely dead too, so that the next statement opens a
+// new one.
+func (db DB) dropIdle() {
+	db.SetMaxIdleConns(0)
+	db.SetMaxIdleConns(db.MaxIdle)
 }
 
 // Write implements Writer. The caller's context can end the write up to the
@@ -144,6 +182,10 @@ func (db DB) Read(ctx context.Context, fn func(ctx context.Context, q Querier) e
 // not have happened, and the caller must always know which.
 func (db DB) Write(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
 	sqlTx, err := db.BeginTx(context.WithoutCancel(ctx), nil)
+	if db.lost(ctx, err) {
+		db.dropIdle()
+		sqlTx, err = db.BeginTx(context.WithoutCancel(ctx), nil)
+	}
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -193,6 +235,7 @@ type Store struct {
 	// decides access, and the commits of other processes.
 	identity atomic.Int64
 	foreign  func() (uint64, bool)
+	outage   outage
 }
 
 var _ resourceapi.Store = (*Store)(nil)
@@ -222,6 +265,9 @@ type Config struct {
 	// that count the statements an operation costs (GraphQL's batching).
 	// It is called from many goroutines at once.
 	OnStatement func(query string)
+	// Logger receives a warning when the database stops answering (once
+	// per outage) and a line when it answers again; nil discards them.
+	Logger *slog.Logger
 }
 
 // New returns a Store for cfg.
@@ -240,13 +286,16 @@ func New(cfg Config) *Store {
 		writer = tracedWriter{writer, cfg.OnStatement}
 	}
 	s := &Store{
-		reader:  reader,
-		writer:  writer,
 		dialect: cfg.Dialect,
 		now:     now,
 		cache:   cache,
 		events:  make(chan struct{}, 1),
 		foreign: cfg.ForeignCommits,
+	}
+	s.reader, s.writer = guardedReader{reader, s}, guardedWriter{writer, s}
+	s.outage.log = cfg.Logger
+	if s.outage.log == nil {
+		s.outage.log = slog.New(slog.DiscardHandler)
 	}
 	if cache == nil && cfg.Dialect.IdentityVersion() != "" {
 		s.accounts = newAccountCache()
@@ -379,29 +428,51 @@ func (s *Store) orderBy(res *resourceapi.Resource, lq resourceapi.ListQuery) str
 
 // count appends a query for the number of records matching lq.
 func (s *Store) count(q *Query, res *resourceapi.Resource, lq resourceapi.ListQuery) {
-	if !keptCount(lq) {
+	kept, hidden := keptCount(res, lq)
+	if !kept {
 		q.WriteString("SELECT count(*) FROM " + res.Name)
 		q.where(res, lq)
 		return
 	}
-	q.WriteString("SELECT coalesce(sum(n), 0) FROM row_counts WHERE resource = " + q.Arg(res.Name))
+	var states []string // the soft-delete states lq selects
 	for _, fv := range lq.Filters {
-		q.WriteString(" AND deleted = " + s.dialect.Bool(fv.Value == resourceapi.StatusDeleted))
+		if fv.Filter.Kind == resourceapi.FilterSoftDelete {
+			states = append(states, s.dialect.Bool(fv.Value == resourceapi.StatusDeleted))
+		}
+	}
+	q.WriteString("SELECT coalesce(sum(n), 0)")
+	if hidden {
+		// Hidden records are few (an OAuth client's service user each),
+		// and a partial index holds them: counting them costs little.
+		q.WriteString(" - (SELECT count(*) FROM " + res.Name + " WHERE " + column(res.Field(res.Hidden)) + " = " + s.dialect.Bool(true))
+		for _, st := range states {
+			q.WriteString(" AND " + column(res.Field(res.SoftDelete)) + " = " + st)
+		}
+		q.WriteString(")")
+	}
+	q.WriteString(" FROM row_counts WHERE resource = " + q.Arg(res.Name))
+	for _, st := range states {
+		q.WriteString(" AND deleted = " + st)
 	}
 }
 
 // keptCount reports whether row_counts holds the total of lq: no search and
-// no filter but the soft-delete state.
-func keptCount(lq resourceapi.ListQuery) bool {
+// no filter but the soft-delete state, and the hidden records left out
+// (hidden), which the count subtracts.
+func keptCount(res *resourceapi.Resource, lq resourceapi.ListQuery) (kept, hidden bool) {
 	if lq.Search != "" {
-		return false
+		return false, false
 	}
 	for _, fv := range lq.Filters {
-		if fv.Filter.Kind != resourceapi.FilterSoftDelete {
-			return false
+		switch {
+		case fv.Filter.Kind == resourceapi.FilterSoftDelete:
+		case res.Hidden != "" && fv.Filter.Kind == resourceapi.FilterEqual && fv.Filter.Field == res.Hidden && fv.Value == false:
+			hidden = true
+		default:
+			return false, false
 		}
 	}
-	return true
+	return true, hidden
 }
 
 // Get implements resourceapi.Store.

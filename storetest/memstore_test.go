@@ -91,11 +91,12 @@ func (s *memStore) stamp() time.Time {
 	return resourceapi.Timestamp(t)
 }
 
-// show returns the record as clients see it: visible fields only, copied.
+// show returns the record as stores return it: every field but the
+// write-only ones (internal fields included, for the rule layer), copied.
 func (s *memStore) show(res *resourceapi.Resource, rec resourceapi.Record) resourceapi.Record {
 	out := make(resourceapi.Record, len(rec))
 	for name, v := range rec {
-		if !res.Visible(name) && !s.bugs["returns-password"] {
+		if f := res.Field(name); (f == nil || f.WriteOnly) && !s.bugs["returns-password"] {
 			continue
 		}
 		switch l := v.(type) {

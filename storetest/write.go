@@ -30,7 +30,7 @@ func testCreate(t *testing.T, open opener) {
 		got, wall := followsWallClock(t, s, in)
 		want := resourceapi.Record{
 			"id": got.ID(), "name": "Ada Lovelace", "email": "Ada@Example.com", "age": int64(36),
-			"roles": []string{resourceapi.RoleUser}, "permissions": []string{}, "deleted": false,
+			"roles": []string{resourceapi.RoleUser}, "permissions": []string{}, "deleted": false, "service": false,
 			"created_at": got["created_at"], "updated_at": got["created_at"],
 		}
 		mustSame(t, got, want, "Create")
@@ -288,7 +288,7 @@ func testReplace(t *testing.T, open opener) {
 		}
 		want := resourceapi.Record{
 			"id": id, "name": "P", "email": "p@example.com", "age": nil, "roles": []string{resourceapi.RoleUser},
-			"permissions": []string{}, "deleted": false, "created_at": got["created_at"], "updated_at": got["created_at"],
+			"permissions": []string{}, "deleted": false, "service": false, "created_at": got["created_at"], "updated_at": got["created_at"],
 		}
 		mustSame(t, got, want, "Replace of an absent id (defaults applied)")
 		_, wall := followsWallClock(t, s, user("W", "w@example.com"))

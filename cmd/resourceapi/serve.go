@@ -50,10 +50,11 @@ func openStoreBeside(ctx context.Context, cfg config) (store, error) {
 	return sqlite.Open(ctx, cfg.sqlitePath(), sqlite.Options{Beside: true})
 }
 
-// openStore opens and migrates the configured database.
-func openStore(ctx context.Context, cfg config) (store, error) {
+// openStore opens and migrates the configured database. log receives the
+// store's warnings (a database outage).
+func openStore(ctx context.Context, cfg config, log *slog.Logger) (store, error) {
 	if cfg.postgres() {
-		return postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{})
+		return postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{Logger: log})
 	}
 	sync := sqlite.SyncFull
 	if cfg.SQLiteSync == "normal" {
@@ -92,7 +93,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	defer out.Close()
 	stderr = out.Unbuffered()
 	log := newLogger(cfg, stderr)
-	db, err := openStore(ctx, cfg)
+	db, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err
 	}

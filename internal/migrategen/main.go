@@ -43,6 +43,13 @@ var generators = map[string]func(*sqlstore.Snapshot, []*resourceapi.Resource) (s
 	"postgres": postgres.GenerateMigration,
 }
 
+// goVersions are the versions of each store's migrations written in Go,
+// which a generated migration is numbered after too.
+var goVersions = map[string]func() []int64{
+	"sqlite":   sqlite.GoMigrationVersions,
+	"postgres": postgres.GoMigrationVersions,
+}
+
 func run(args []string, stdout io.Writer, resources []*resourceapi.Resource) error {
 	fl := flag.NewFlagSet("migrategen", flag.ContinueOnError)
 	fl.SetOutput(stdout)
@@ -69,7 +76,7 @@ func run(args []string, stdout io.Writer, resources []*resourceapi.Resource) err
 	if errors.As(err, &refused) {
 		return fmt.Errorf("%s: %w\n"+
 			"Write that migration by hand, for each store (sqlite/migrations and postgres/migrations: the version\n"+
-			"after the highest there), then record the declarations it brings about in each store's snapshot:\n"+
+			"after the highest there, and after the stores' Go migrations in sqlite.go and postgres.go), then record the declarations it brings about in each store's snapshot:\n"+
 			"    go run ./internal/migrategen -dialect sqlite -dir sqlite/migrations -record\n"+
 			"    go run ./internal/migrategen -dialect postgres -dir postgres/migrations -record\n"+
 			"and check the result with go test ./sqlite ./postgres (TestSchema); see docs/architecture.md, \"Generated migrations\"",
@@ -79,7 +86,7 @@ func run(args []string, stdout io.Writer, resources []*resourceapi.Resource) err
 		return fmt.Errorf("%s: %w", *dir, err)
 	}
 	if m.SQL != "" {
-		file, err := sqlstore.MigrationFileName(os.DirFS(*dir), m)
+		file, err := sqlstore.MigrationFileName(os.DirFS(*dir), m, goVersions[*dialect]()...)
 		if err != nil {
 			return err
 		}
