@@ -27,7 +27,7 @@ func MarshalRecord(res *Resource, rec Record) ([]byte, error) {
 	first := true
 	for i := range res.Fields {
 		f := &res.Fields[i]
-		if f.WriteOnly {
+		if f.WriteOnly || f.Internal {
 			continue
 		}
 		if !first {
@@ -148,7 +148,7 @@ func UnmarshalRecord(res *Resource, data []byte) (Record, error) {
 	for i := range res.Fields {
 		f := &res.Fields[i]
 		msg, ok := raw[f.Name]
-		if !ok || f.WriteOnly {
+		if !ok || f.WriteOnly || f.Internal {
 			continue
 		}
 		v, err := unmarshalValue(f, msg)

@@ -18,7 +18,7 @@ func stored(res *resourceapi.Resource, n int) resourceapi.Record {
 	rec := resourceapi.Record{}
 	ex := res.Example(n)
 	for _, f := range res.Fields {
-		if f.WriteOnly {
+		if f.WriteOnly || f.Internal {
 			continue
 		}
 		v, ok := ex[f.Name]
@@ -72,7 +72,7 @@ func TestMarshalRecordShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `{"id":7,"name":"Ann \u003cadmin\u003e","email":"ann@example.com","age":null,"roles":["admin"],` +
-		`"permissions":null,"created_at":"2026-01-02T02:04:05.006Z","updated_at":null,"deleted":null,"service":null}`
+		`"permissions":null,"created_at":"2026-01-02T02:04:05.006Z","updated_at":null,"deleted":null}`
 	if got := string(b); got != want {
 		t.Fatalf("MarshalRecord =\n%s\nwant\n%s", got, want)
 	}
