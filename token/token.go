@@ -43,11 +43,13 @@ const (
 	// this package issues are about 200 bytes.
 	MaxLen = 8 << 10
 
-	// IssuedAtLeeway is how far in the future a token's iat may lie. Several
-	// instances share a secret, and a token issued by one whose clock runs a
-	// little ahead must still verify on the others; a minute covers any
-	// NTP-synchronised fleet. It widens nothing else: exp is checked exactly
-	// (RFC 7519 §4.1.4: expired "on or after" exp).
+	// IssuedAtLeeway is how far in the future a token's iat, and its nbf
+	// when it has one, may lie. Several instances share a secret, and a
+	// token issued by one whose clock runs a little ahead must still verify
+	// on the others; a minute covers any NTP-synchronised fleet (RFC 7519
+	// §4.1.5 allows "some small leeway" for nbf for this reason). It widens
+	// nothing else: exp is checked exactly (RFC 7519 §4.1.4: expired "on or
+	// after" exp), since a leeway there would lengthen every token's life.
 	IssuedAtLeeway = time.Minute
 )
 
@@ -141,8 +143,10 @@ func (h *HS256) Issue(c resourceapi.Claims) (string, error) {
 // this package understands no extensions), and claims sub (a decimal id in
 // 1..resourceapi.MaxID, no sign or leading zero), name (a string), iat and
 // exp (integers, not 1e9 or 1.0) with iat at most IssuedAtLeeway ahead of
-// now, exp after iat, and now before exp. Other claims are ignored; nbf is
-// never issued and not checked.
+// now, exp after iat, and now before exp. nbf is never issued, but a token
+// that has one (an integer, like iat) is refused until nbf, less the same
+// leeway as iat: a token is never used before the time it names. Other
+// claims are ignored.
 //
 // The token must be the bare compact serialization: any byte outside the
 // base64url alphabet and the two dots is invalid, whitespace at either end
@@ -176,6 +180,9 @@ func (h *HS256) Verify(token string) (resourceapi.Claims, error) {
 	}
 	iat, exp := time.Unix(c.IAT, 0), time.Unix(c.EXP, 0)
 	if iat.After(now.Add(IssuedAtLeeway)) || c.EXP <= c.IAT {
+		return resourceapi.Claims{}, invalid()
+	}
+	if c.NBF != nil && time.Unix(*c.NBF, 0).After(now.Add(IssuedAtLeeway)) {
 		return resourceapi.Claims{}, invalid()
 	}
 	return resourceapi.Claims{Subject: c.Sub, Name: c.Name, IssuedAt: iat.UTC(), ExpiresAt: exp.UTC()}, nil
@@ -241,11 +248,14 @@ type payload struct {
 	Name string `json:"name"`
 	IAT  int64  `json:"iat"`
 	EXP  int64  `json:"exp"`
+	// NBF is never issued; a token that carries one is checked against it.
+	NBF *int64 `json:"nbf,omitempty"`
 }
 
 // UnmarshalJSON requires sub and name as JSON strings and iat and exp as
-// JSON integers (optional minus sign and digits only), matched by exact key.
-// A later duplicate key wins, as in encoding/json.
+// JSON integers (optional minus sign and digits only), and nbf, when
+// present, as an integer too, matched by exact key. A later duplicate key
+// wins, as in encoding/json.
 func (p *payload) UnmarshalJSON(b []byte) error {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(b, &m); err != nil {
@@ -263,6 +273,13 @@ func (p *payload) UnmarshalJSON(b []byte) error {
 	}
 	if p.EXP, err = intClaim(m["exp"]); err != nil {
 		return err
+	}
+	if raw, ok := m["nbf"]; ok {
+		nbf, err := intClaim(raw)
+		if err != nil {
+			return err
+		}
+		p.NBF = &nbf
 	}
 	return nil
 }
@@ -305,7 +322,8 @@ func (p *payload) GetIssuedAt() (*jwt.NumericDate, error) {
 	return &jwt.NumericDate{Time: time.Unix(p.IAT, 0)}, nil
 }
 
-// GetNotBefore returns nil: tokens carry no nbf.
+// GetNotBefore returns nil, so that the library, which would check nbf
+// without iat's leeway, leaves it to Verify.
 func (p *payload) GetNotBefore() (*jwt.NumericDate, error) { return nil, nil }
 
 // GetIssuer returns "": tokens carry no iss.

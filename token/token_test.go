@@ -167,6 +167,11 @@ func craftedTokens() []crafted {
 		{"iat missing", hs(payload("iat", nil))},
 		{"iat a string", hs(payload("iat", fmt.Sprintf(`"%d"`, t0.Unix())))},
 		{"iat beyond the leeway", hs(payload("iat", fmt.Sprint(t0.Add(token.IssuedAtLeeway+time.Second).Unix())))},
+		{"nbf an hour ahead", hs(payload("nbf", fmt.Sprint(t0.Add(time.Hour).Unix())))},
+		{"nbf beyond the leeway", hs(payload("nbf", fmt.Sprint(t0.Add(token.IssuedAtLeeway+time.Second).Unix())))},
+		{"nbf null", hs(payload("nbf", "null"))},
+		{"nbf a string", hs(payload("nbf", fmt.Sprintf(`"%d"`, t0.Unix())))},
+		{"nbf a fraction", hs(payload("nbf", fmt.Sprintf("%d.5", t0.Unix())))},
 		{"sub missing", hs(payload("sub", nil))},
 		{"sub a number", hs(payload("sub", "42"))},
 		{"sub null", hs(payload("sub", "null"))},
@@ -448,6 +453,40 @@ func TestIssuedAtLeeway(t *testing.T) {
 		}
 		if !tc.valid {
 			checkInvalid(t, got, err, nil)
+		}
+	}
+}
+
+// TestNotBefore: a token with nbf is refused until then, less the leeway
+// iat has, and accepted from then on; without nbf nothing changes.
+func TestNotBefore(t *testing.T) {
+	var clk clock
+	h := mustNew(t, secret, clk.Now)
+	nbf := t0.Add(time.Hour)
+	tok := sign(hs256Header, payload("nbf", fmt.Sprint(nbf.Unix()), "exp", fmt.Sprint(nbf.Add(time.Hour).Unix())), sha256.New, secret)
+	for _, tc := range []struct {
+		now   time.Time
+		valid bool
+	}{
+		{t0, false},
+		{nbf.Add(-token.IssuedAtLeeway - time.Second), false},
+		{nbf.Add(-token.IssuedAtLeeway), true},
+		{nbf, true},
+		{nbf.Add(30 * time.Minute), true},
+	} {
+		clk.Set(tc.now)
+		got, err := h.Verify(tok)
+		if tc.valid && err != nil {
+			t.Errorf("at nbf%+v: Verify = %v, want valid", tc.now.Sub(nbf), err)
+		}
+		if !tc.valid {
+			checkInvalid(t, got, err, nil)
+		}
+	}
+	clk.Set(t0)
+	for _, past := range []time.Time{t0, t0.Add(-time.Hour), t0.Add(token.IssuedAtLeeway)} {
+		if _, err := h.Verify(sign(hs256Header, payload("nbf", fmt.Sprint(past.Unix())), sha256.New, secret)); err != nil {
+			t.Errorf("nbf at now%+v: Verify = %v, want valid", past.Sub(t0), err)
 		}
 	}
 }
