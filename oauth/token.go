@@ -202,7 +202,7 @@ func (s *Server) refreshGrant(ctx context.Context, form url.Values, client resou
 	oldHash := resourceapi.HashToken(old)
 	plain := refreshTokenPrefix + rand.Text()
 	next := resourceapi.RefreshToken{Hash: resourceapi.HashToken(plain), ExpiresAt: now.Add(resourceapi.RefreshTokenTTL)}
-	prev, err := s.store.RotateRefreshToken(ctx, oldHash, next, now)
+	prev, err := s.store.RotateRefreshToken(ctx, oldHash, next, now, s.reuseGrace)
 	switch resourceapi.ErrorCode(err) {
 	case "":
 	case resourceapi.CodeNotFound:

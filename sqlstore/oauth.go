@@ -221,7 +221,7 @@ func (s *Store) insertRefreshToken(ctx context.Context, tx Querier, t resourceap
 }
 
 // RotateRefreshToken implements resourceapi.OAuthStore.
-func (s *Store) RotateRefreshToken(ctx context.Context, old string, next resourceapi.RefreshToken, now time.Time) (resourceapi.RefreshToken, error) {
+func (s *Store) RotateRefreshToken(ctx context.Context, old string, next resourceapi.RefreshToken, now time.Time, grace time.Duration) (resourceapi.RefreshToken, error) {
 	var prev resourceapi.RefreshToken
 	var outcome error
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
@@ -272,11 +272,11 @@ func (s *Store) RotateRefreshToken(ctx context.Context, old string, next resourc
 		if revoked.v != nil || rotated.v == nil {
 			return nil // revoked, or expired unused
 		}
-		if now.Sub(rotated.v.(time.Time)) < resourceapi.RefreshReuseGrace {
-			return nil // the client's own race: refused, nothing revoked
+		if now.Sub(rotated.v.(time.Time)) < grace {
+			return nil // taken for the client's own race: refused, nothing revoked
 		}
-		// Used before, well apart: someone holds a token that was already
-		// exchanged, so the whole family goes.
+		// Used before: someone holds a token that was already exchanged,
+		// and either of the two may be the thief, so the whole family goes.
 		outcome = errTokenReused
 		return s.revokeFamily(ctx, tx, family, clientID, userID, now)
 	})

@@ -146,6 +146,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		ClientIP: func(r *nethttp.Request) string {
 			return http.ClientAddr(r, cfg.TrustedProxies).String()
 		},
+		RefreshReuseGrace: cfg.RefreshGrace,
 	})
 	gql := graph.New(graph.Options{
 		Service:   service,
