@@ -366,6 +366,13 @@ func (a *Authenticator) password(ctx context.Context, email, password, client st
 	if err := a.throttled(ctx, email, client); err != nil {
 		return Account{}, err
 	}
+	// A verification costs far more than anything else a request does:
+	// the client's address pays for it before it starts.
+	if b := clientBudgetFrom(ctx); b != nil {
+		if err := b.verify(ctx); err != nil {
+			return Account{}, err
+		}
+	}
 	// The hash verified is the stored one, never a cached account's, so
 	// that a refusal is the database's answer (and a verification costs far
 	// more than reading it).
