@@ -8,7 +8,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-		"testing"
+	"testing"
 	"time"
 
 	"github.com/coder/websocket"
@@ -61,7 +61,9 @@ func mustBudgetServer(t *testing.T) *budgetServer {
 }
 
 // guess is an HTTP Basic credential with an email no one has.
-func guess() string { return basicAuth(strings.ToLower(rand.Text())+"@example.com", "a wrong password") }
+func guess() string {
+	return basicAuth(strings.ToLower(rand.Text())+"@example.com", "a wrong password")
+}
 
 // attempt sends one request (send) that carries a password and returns
 // whether the address's budget refused it. It fails the test if a refused
