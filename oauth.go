@@ -222,6 +222,9 @@ type AuthorizationCode struct {
 	CodeChallenge string // PKCE S256 challenge
 	Scope         string
 	ExpiresAt     time.Time
+	// Stamp is the user's security stamp at the sign-in: the code is
+	// exchanged only while it is still the user's.
+	Stamp string
 }
 
 // RefreshToken is an issued refresh token, stored only by its hash. Tokens
@@ -233,6 +236,9 @@ type RefreshToken struct {
 	UserID    int64
 	Scope     string
 	ExpiresAt time.Time
+	// Stamp is the user's security stamp when the family began (the
+	// sign-in); a family is rotated only while it is still the user's.
+	Stamp string
 }
 
 // OAuthStore keeps the authorization server's state: clients, codes and
@@ -250,17 +256,21 @@ type OAuthStore interface {
 	// (Family = the code's hash) is revoked; any other failure CodeNotFound.
 	ConsumeCode(ctx context.Context, hash string, now time.Time) (AuthorizationCode, error)
 
-	// SaveRefreshToken stores a new refresh token.
+	// SaveRefreshToken stores a new refresh token. A token that starts a
+	// family gives the family its Stamp. Returns CodeConflict when the
+	// family is revoked, or its stamp is no longer its user's security
+	// stamp (the password changed since the sign-in).
 	SaveRefreshToken(ctx context.Context, t RefreshToken) error
 	// RotateRefreshToken exchanges the token with hash old for next (which
 	// inherits its family, client, user and scope) in one transaction, and
-	// returns the old token. Exactly one of any number of concurrent calls
-	// with the same old token succeeds. Returns CodeNotFound when old is
-	// unknown, expired or revoked, or was used less than grace ago (taken
-	// for a client's own race, two requests sent at once: nothing is
-	// revoked); CodeConflict when old was used before, at least grace ago,
-	// after revoking the whole family, its newest token included. With
-	// grace 0 every reuse revokes the family.
+	// returns the old token, with its family's Stamp. Exactly one of any
+	// number of concurrent calls with the same old token succeeds. Returns
+	// CodeNotFound when old is unknown, expired or revoked, when its
+	// family's stamp is no longer its user's security stamp, or when old
+	// was used less than grace ago (taken for a client's own race, two
+	// requests sent at once: nothing is revoked); CodeConflict when old was
+	// used before, at least grace ago, after revoking the whole family, its
+	// newest token included. With grace 0 every reuse revokes the family.
 	RotateRefreshToken(ctx context.Context, old string, next RefreshToken, now time.Time, grace time.Duration) (RefreshToken, error)
 	// RevokeRefreshToken revokes the family of the token with this hash, if
 	// the token belongs to clientID. Unknown tokens are not an error (RFC

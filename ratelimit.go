@@ -56,7 +56,7 @@ type RateDecision struct {
 // concurrent use.
 type ClientBudget struct {
 	limiter RateLimiter
-	key     string
+	client  string
 
 	mu       sync.Mutex
 	asked    bool // whether the limiter was asked at all
@@ -66,11 +66,17 @@ type ClientBudget struct {
 	lastErr  error
 }
 
-// NewClientBudget returns the budget of one request from the client whose
-// budget is kept under key in l.
-func NewClientBudget(l RateLimiter, key string) *ClientBudget {
-	return &ClientBudget{limiter: l, key: key}
+// NewClientBudget returns the budget of one request from client (its
+// address), kept in l under ClientKey(client).
+func NewClientBudget(l RateLimiter, client string) *ClientBudget {
+	return &ClientBudget{limiter: l, client: client}
 }
+
+// ClientKey is the key under which a client address's budget is kept.
+func ClientKey(client string) string { return "addr:" + client }
+
+// Client returns the address of the client the budget is of.
+func (b *ClientBudget) Client() string { return b.client }
 
 // Count counts the request itself against the budget, unless a password
 // verification of the request already did, and returns the budget as the
@@ -108,7 +114,7 @@ func (b *ClientBudget) verify(ctx context.Context) error {
 
 // take takes one request from the budget. b.mu is held.
 func (b *ClientBudget) take(ctx context.Context) (RateDecision, error) {
-	d, err := b.limiter.AllowN(ctx, b.key, 1)
+	d, err := b.limiter.AllowN(ctx, ClientKey(b.client), 1)
 	b.asked, b.last, b.lastErr = true, d, err
 	if err == nil && d.Allowed {
 		b.taken++

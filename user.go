@@ -1,6 +1,7 @@
 package resourceapi
 
 import (
+	"crypto/rand"
 	"net/mail"
 	"slices"
 	"strconv"
@@ -22,6 +23,9 @@ var Users = NewResource(Resource{
 		{Name: "age", Type: TypeInt, Nullable: true, Sortable: true, Range: &Range{0, 150}},
 		{Name: "password", Type: TypeString, WriteOnly: true, Secret: SecretPassword, Nullable: true, Keep: true,
 			Length: &Range{8, 1024}},
+		// The caller's own password, confirming a change of their own
+		// password or email (Confirm below).
+		{Name: "current_password", Type: TypeString, WriteOnly: true, Transient: true, Length: &Range{1, 1024}},
 		{Name: "roles", Type: TypeStrings, Keep: true, AdminOnly: true, Default: func() any { return []string{RoleUser} },
 			Normalize: normalizeSet, Enum: RoleNames()},
 		{Name: "permissions", Type: TypeStrings, Keep: true, AdminOnly: true, Default: func() any { return []string{} },
@@ -29,8 +33,24 @@ var Users = NewResource(Resource{
 		{Name: "created_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 		{Name: "updated_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 		{Name: "deleted", Type: TypeBool, Keep: true, Default: func() any { return false }},
+		// The security stamp: a random value that every credential issued
+		// to the user carries (access tokens, refresh-token families,
+		// authorization codes) and that is valid only while it is the
+		// user's. A new one comes with every user created (so a user
+		// created again at a deleted user's id shares nothing with them),
+		// and with every change of the password, the email or the soft
+		// delete, in the same write: each such change, and ending the
+		// user's sessions (Service.EndSessions), ends every token and
+		// session issued before it. API keys are credentials of their own
+		// and are not stamped.
+		{Name: "security_stamp", Type: TypeString, ReadOnly: true, WriteOnly: true, Computed: true,
+			Default: func() any { return NewStamp() }, RenewedBy: []string{"password", "email", "deleted"}},
 	},
 	Retain: &Retain{Field: "roles", Value: RoleAdmin, Message: "The last admin cannot be removed, deleted or demoted"},
+	// A user changes their own password or email only with their current
+	// password: a stolen token or key, however short-lived, must not become
+	// a permanent sign-in.
+	Confirm: &Confirm{Fields: []string{"password", "email"}, With: "current_password"},
 	// A user owns their own record: they may read and patch it without
 	// users:read or users:write (not its roles or permissions, which only an
 	// admin sets).
@@ -44,6 +64,9 @@ var Users = NewResource(Resource{
 		{Param: "role", Kind: FilterContains, Field: "roles", Values: RoleNames()},
 	},
 })
+
+// NewStamp returns a new security stamp: 130 random bits in base32.
+func NewStamp() string { return rand.Text() }
 
 // MaxEmailLength is the longest accepted email address, in bytes (RFC 5321).
 const MaxEmailLength = 254

@@ -143,6 +143,10 @@ func (g *docGen) document(rs []route) *oaDocument {
 	}
 	for _, rt := range rs {
 		switch rt.kind {
+		case kindSessions:
+			if rt.prefix == apiPrefixes[0] {
+				g.sessionsRoute(&doc.Paths, rt)
+			}
 		case kindHealthz, kindReadyz:
 			g.probe(&doc.Paths, rt)
 		case kindOpenAPI:
@@ -1461,6 +1465,24 @@ func (g *docGen) probe(paths *ordered[*oaPathItem], rt route) {
 	get.Responses = g.rootErrors(get.Responses, 500)
 	item.Get = get
 	item.Head = headOf(get, "head"+upperFirst(get.OperationID))
+}
+
+// sessionsRoute describes DELETE /users/{id}/sessions.
+func (g *docGen) sessionsRoute(paths *ordered[*oaPathItem], rt route) {
+	item := pathItem(paths, rt.path)
+	item.Parameters = []*oaParam{{Name: "id", In: "path", Required: true,
+		Description: "The user's id: a decimal integer from 1 to 2^53-1 without leading zeros; anything else names nothing (404).",
+		Schema:      idSchema()}, g.param("X-Request-ID"), g.param("Accept")}
+	del := &oaOperation{OperationID: "endUserSessions", Tags: []string{resourceapi.Users.Path},
+		Summary: "End every session of a user",
+		Description: "Signs the user out everywhere, on every instance, at once: every refresh token of every client, " +
+			"every authorization code not yet exchanged and every access token issued to the user stop working " +
+			"(the user's security stamp is renewed). API keys are not sessions and keep working; delete them one by one. " +
+			"The user themself or an admin may (anyone else: 403); an unknown user is 404. Responds 204, no body.\n\n" +
+			"A change of the user's password or email, and a soft delete, end the sessions the same way."}
+	del.Responses.set("204", &oaResponse{Description: "Every session ended.", Headers: g.headers(true, false)})
+	g.errors(del, 401, 403, 404, 406, 429, 500)
+	item.Delete = del
 }
 
 // openAPIRoute describes this document's own route. It is under /api, so

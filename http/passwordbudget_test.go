@@ -47,6 +47,7 @@ func mustBudgetServer(t *testing.T) *budgetServer {
 	lim := inmem.NewRateLimiter(budgetLimit, time.Hour, inmem.Options{})
 	t.Cleanup(func() { lim.Close() })
 	svc := resourceapi.NewService(store, testHasher())
+	svc.SetAuthenticator(auth)
 	hub := inmem.NewHub()
 	t.Cleanup(hub.Close)
 	gql := graph.New(graph.Options{Service: svc, Auth: auth, Events: hub, Logger: testLogger(t),

@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 
@@ -46,7 +45,7 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 		}
 		var budget *resourceapi.ClientBudget
 		if mayVerifyPassword(r, kind) {
-			budget = resourceapi.NewClientBudget(s.limiter, addrKey(s.clientIP(r)))
+			budget = resourceapi.NewClientBudget(s.limiter, s.clientIP(r).String())
 			r = r.WithContext(resourceapi.WithClientBudget(r.Context(), budget))
 		}
 		if kind != "/oauth" { // /oauth authenticates clients, not callers
@@ -60,7 +59,7 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 		case budget != nil:
 			d, err = budget.Count(r.Context())
 		default:
-			d, err = s.limiter.AllowN(r.Context(), addrKey(s.clientIP(r)), 1)
+			d, err = s.limiter.AllowN(r.Context(), resourceapi.ClientKey(s.clientIP(r).String()), 1)
 		}
 		if err != nil {
 			s.logger.LogAttrs(r.Context(), slog.LevelWarn, "rate limiter failed; request served unlimited",
@@ -80,9 +79,6 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
-
-// addrKey is the key of a client address's budget.
-func addrKey(a netip.Addr) string { return "addr:" + a.String() }
 
 // mayVerifyPassword reports whether serving r may verify a password, so
 // that it must carry its address's budget: HTTP Basic; a WebSocket upgrade,

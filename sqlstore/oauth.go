@@ -83,9 +83,9 @@ func (s *Store) SaveCode(ctx context.Context, c resourceapi.AuthorizationCode) e
 			return err
 		}
 		q := s.newQuery()
-		q.WriteString("INSERT INTO oauth_codes (hash, client_id, user_id, redirect_uri, code_challenge, scope, expires_at) VALUES (" +
+		q.WriteString("INSERT INTO oauth_codes (hash, client_id, user_id, redirect_uri, code_challenge, scope, expires_at, stamp) VALUES (" +
 			join([]string{q.Arg(c.Hash), q.Arg(c.ClientID), q.Arg(c.UserID), q.Arg(c.RedirectURI),
-				q.Arg(c.CodeChallenge), q.Arg(c.Scope), q.Arg(c.ExpiresAt)}) + ")")
+				q.Arg(c.CodeChallenge), q.Arg(c.Scope), q.Arg(c.ExpiresAt), q.Arg(c.Stamp)}) + ")")
 		_, err := tx.ExecContext(ctx, q.String(), q.args...)
 		return err
 	})
@@ -106,10 +106,10 @@ func (s *Store) ConsumeCode(ctx context.Context, hash string, now time.Time) (re
 		q := s.newQuery()
 		q.WriteString("UPDATE oauth_codes SET used_at = " + q.Arg(now) +
 			" WHERE hash = " + q.Arg(hash) + " AND used_at IS NULL AND expires_at > " + q.Arg(now) +
-			" RETURNING hash, client_id, user_id, redirect_uri, code_challenge, scope, expires_at")
+			" RETURNING hash, client_id, user_id, redirect_uri, code_challenge, scope, expires_at, stamp")
 		exp := value{f: timeField}
 		err := tx.QueryRowContext(ctx, q.String(), q.args...).Scan(&code.Hash, &code.ClientID, &code.UserID,
-			&code.RedirectURI, &code.CodeChallenge, &code.Scope, &exp)
+			&code.RedirectURI, &code.CodeChallenge, &code.Scope, &exp, &code.Stamp)
 		if err == nil {
 			code.ExpiresAt = exp.v.(time.Time)
 			return nil
@@ -173,7 +173,7 @@ func (s *Store) SaveRefreshToken(ctx context.Context, t resourceapi.RefreshToken
 		if err := s.purge(ctx, tx, "oauth_refresh_tokens", "hash"); err != nil {
 			return err
 		}
-		if err := s.joinFamily(ctx, tx, t); err != nil {
+		if _, err := s.joinFamily(ctx, tx, t); err != nil {
 			return err
 		}
 		return s.insertRefreshToken(ctx, tx, t)
@@ -187,23 +187,31 @@ func (s *Store) SaveRefreshToken(ctx context.Context, t resourceapi.RefreshToken
 	return nil
 }
 
-// joinFamily creates t's family or extends its expiry to t's, and fails with
-// errFamilyRevoked when the family is revoked. The upsert locks the family's
-// row until the transaction ends, which orders it against any revocation.
-func (s *Store) joinFamily(ctx context.Context, tx Querier, t resourceapi.RefreshToken) error {
+// joinFamily creates t's family (with t's stamp) or extends its expiry to
+// t's, and returns the family's stamp. It fails with errFamilyRevoked when
+// the family is revoked, or when its stamp is no longer its user's security
+// stamp: the user's password or email changed, or their sessions were
+// ended, since the sign-in that began it. The upsert locks the family's row
+// until the transaction ends, which orders it against any revocation; a
+// stamp that changes after the check is caught by the next rotation, and
+// the access token issued beside this one carries the old stamp, which the
+// Authenticator refuses.
+func (s *Store) joinFamily(ctx context.Context, tx Querier, t resourceapi.RefreshToken) (string, error) {
 	q := s.newQuery()
-	q.WriteString("INSERT INTO oauth_refresh_families (family, client_id, user_id, expires_at) VALUES (" +
-		join([]string{q.Arg(t.Family), q.Arg(t.ClientID), q.Arg(t.UserID), q.Arg(t.ExpiresAt)}) +
+	q.WriteString("INSERT INTO oauth_refresh_families (family, client_id, user_id, expires_at, stamp) VALUES (" +
+		join([]string{q.Arg(t.Family), q.Arg(t.ClientID), q.Arg(t.UserID), q.Arg(t.ExpiresAt), q.Arg(t.Stamp)}) +
 		") ON CONFLICT (family) DO UPDATE SET expires_at = " + laterExpiry +
-		" RETURNING revoked_at")
+		" RETURNING revoked_at, stamp, (SELECT u.security_stamp FROM users u WHERE u.id = oauth_refresh_families.user_id)")
 	revoked := value{f: timeField}
-	if err := tx.QueryRowContext(ctx, q.String(), q.args...).Scan(&revoked); err != nil {
-		return fmt.Errorf("join family: %w", err)
+	var stamp string
+	var current sql.NullString
+	if err := tx.QueryRowContext(ctx, q.String(), q.args...).Scan(&revoked, &stamp, &current); err != nil {
+		return "", fmt.Errorf("join family: %w", err)
 	}
-	if revoked.v != nil {
-		return errFamilyRevoked
+	if revoked.v != nil || stamp == "" || stamp != current.String {
+		return "", errFamilyRevoked
 	}
-	return nil
+	return stamp, nil
 }
 
 // laterExpiry keeps the later of a family's expiry and its new token's, in
@@ -239,10 +247,13 @@ func (s *Store) RotateRefreshToken(ctx context.Context, old string, next resourc
 		if err == nil {
 			prev.ExpiresAt = exp.v.(time.Time)
 			next.Family, next.ClientID, next.UserID, next.Scope = prev.Family, prev.ClientID, prev.UserID, prev.Scope
-			// A revoked family fails here, and the rotation is undone.
-			if err := s.joinFamily(ctx, tx, next); err != nil {
+			// A revoked family, or one of an earlier security stamp,
+			// fails here, and the rotation is undone.
+			stamp, err := s.joinFamily(ctx, tx, next)
+			if err != nil {
 				return err
 			}
+			prev.Stamp = stamp
 			if err := s.insertRefreshToken(ctx, tx, next); err != nil {
 				return err
 			}

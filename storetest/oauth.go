@@ -465,13 +465,19 @@ func mustClient(tb testing.TB, s resourceapi.Store, public bool) (resourceapi.OA
 type fixture struct {
 	user   resourceapi.Record
 	client resourceapi.OAuthClient
+	// stamp is the user's security stamp, which codes and tokens carry.
+	stamp string
 }
 
 func newFixture(tb testing.TB, s resourceapi.Store) fixture {
 	tb.Helper()
 	u := mustCreate(tb, s, user("Resource Owner", "owner@example.com"))
 	c, _ := mustClient(tb, s, true)
-	return fixture{user: u, client: c}
+	acct, err := s.(resourceapi.IdentityStore).AccountByID(timeout(tb), u.ID())
+	if err != nil {
+		tb.Fatalf("AccountByID(owner) = %v", err)
+	}
+	return fixture{user: u, client: c, stamp: acct.Stamp}
 }
 
 // code returns a code named name issued at now.
@@ -479,7 +485,7 @@ func (f fixture) code(name string, now time.Time) resourceapi.AuthorizationCode 
 	return resourceapi.AuthorizationCode{
 		Hash: resourceapi.HashToken("code " + name), ClientID: f.client.ClientID(), UserID: f.user.ID(),
 		RedirectURI: f.client.RedirectURIs()[0], CodeChallenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
-		Scope: "api", ExpiresAt: now.Add(resourceapi.CodeTTL),
+		Scope: "api", ExpiresAt: now.Add(resourceapi.CodeTTL), Stamp: f.stamp,
 	}
 }
 
@@ -487,7 +493,7 @@ func (f fixture) code(name string, now time.Time) resourceapi.AuthorizationCode 
 func (f fixture) token(name, family string, now time.Time) resourceapi.RefreshToken {
 	return resourceapi.RefreshToken{
 		Hash: resourceapi.HashToken("refresh " + name), Family: family, ClientID: f.client.ClientID(),
-		UserID: f.user.ID(), Scope: "api", ExpiresAt: now.Add(resourceapi.RefreshTokenTTL),
+		UserID: f.user.ID(), Scope: "api", ExpiresAt: now.Add(resourceapi.RefreshTokenTTL), Stamp: f.stamp,
 	}
 }
 

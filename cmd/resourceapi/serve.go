@@ -111,6 +111,9 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		return err
 	}
 	defer id.Close()
+	// A change of one's own password or email is confirmed with the
+	// current password, checked as a sign-in is (throttled).
+	service.SetAuthenticator(id.auth)
 	// Deferred after the identity and the database, so that it runs before
 	// their Close: the relay's last round needs both.
 	ev, err := startEvents(ctx, cfg, db, id.redis, log)
