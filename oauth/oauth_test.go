@@ -47,6 +47,7 @@ func TestServer(t *testing.T) {
 		{"RedirectURIMismatch", testRedirectURIMismatch},
 		{"CodeReuse", testCodeReuse},
 		{"CodeExpiry", testCodeExpiry},
+		{"SessionsEnded", testSessionsEnded},
 		{"AuthorizePage", testAuthorizePage},
 		{"CSRF", testCSRF},
 		{"Deny", testDeny},
@@ -815,6 +816,38 @@ func testCodeReuse(t *testing.T, e *env) {
 	spa := e.config(e.spa, oauth2.AuthStyleInParams)
 	_, err = spa.Exchange(e.ctx(t), q.Get("code"), oauth2.VerifierOption(verifier))
 	mustRetrieveError(t, err, 400, "invalid_grant")
+}
+
+// testSessionsEnded: when the user's sessions end (their security stamp is
+// renewed, as by a password change), a code issued before is not
+// exchanged, a refresh token issued before is not rotated, and an access
+// token issued before is refused by the API; a new sign-in works.
+func testSessionsEnded(t *testing.T, e *env) {
+	cfg := e.config(e.web, oauth2.AuthStyleInHeader)
+	verifier := oauth2.GenerateVerifier()
+	code := e.authorize(t, cfg, "s", verifier, "allow").Get("code")
+	before := e.passwordToken(t)
+	e.mustCallAPI(t, before.AccessToken, e.owner.ID())
+	if err := e.svc.EndSessions(t.Context(), resourceapi.SystemCaller(), e.owner.ID()); err != nil {
+		t.Fatal(err)
+	}
+	_, err := cfg.Exchange(e.ctx(t), code, oauth2.VerifierOption(verifier))
+	mustRetrieveError(t, err, 400, "invalid_grant")
+	b, _ := e.mustToken(t, 400, e.refreshForm(e.app, before.RefreshToken))
+	mustError(t, b, "invalid_grant")
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", e.base+"/api/users/"+itoa(e.owner.ID()), nil)
+	req.Header.Set("Authorization", "Bearer "+before.AccessToken)
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("API call with an access token issued before the sessions ended = %d, want 403", resp.StatusCode)
+	}
+	after := e.passwordToken(t)
+	e.mustCallAPI(t, after.AccessToken, e.owner.ID())
+	e.mustToken(t, 200, e.refreshForm(e.app, after.RefreshToken))
 }
 
 func testCodeExpiry(t *testing.T, e *env) {
