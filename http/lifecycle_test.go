@@ -31,7 +31,7 @@ import (
 // without waiting for it).
 type shiftedClock struct{ by atomic.Int64 }
 
-func (c *shiftedClock) Now() time.Time         { return time.Now().Add(time.Duration(c.by.Load())) }
+func (c *shiftedClock) Now() time.Time          { return time.Now().Add(time.Duration(c.by.Load())) }
 func (c *shiftedClock) Advance(d time.Duration) { c.by.Add(int64(d)) }
 
 // lifeServer is a test server with the authorization server and GraphQL,
