@@ -529,6 +529,11 @@ func fieldSchema(res *resourceapi.Resource, f *resourceapi.Field, request bool) 
 	if f.WriteOnly {
 		notes = append(notes, "Write-only: never shown.")
 	}
+	if c := res.Confirm; c != nil && c.With == f.Name {
+		notes = append(notes, fmt.Sprintf("Never stored: the caller's current password, which a change of their own %s needs "+
+			"(400 VALIDATION_ERROR on this field when it is missing or wrong; wrong ones count as failed sign-ins, then 429). "+
+			"An admin changing another user's record needs none.", strings.Join(c.Fields, " or ")))
+	}
 	if f.Unique {
 		notes = append(notes, "Unique (ignoring case); a value already taken is 409 CONFLICT.")
 	}
@@ -833,7 +838,8 @@ func (g *docGen) resourceRoute(paths *ordered[*oaPathItem], rt route) {
 	case kindReplace:
 		put := &oaOperation{OperationID: "replace" + single, Tags: tags,
 			Summary:     fmt.Sprintf("Replace %s %s%s, or create it with this id", article(res.Singular), res.Singular, of),
-			Description: "Replaces the record with the body: 200. When no record has this id, creates one with it: 201 with `Location` (`If-None-Match: *` makes the request create only).\n\n" + access,
+			Description: "Replaces the record with the body: 200. When no record has this id, creates one with it: 201 with `Location` (`If-None-Match: *` makes the request create only). " +
+				"An id that a deleted record held is given to a new one only by an admin: anyone else gets 409 `CONFLICT`.\n\n" + access,
 			Parameters:  g.writeParams(),
 			RequestBody: g.requestBody(n.replace, res, exampleBody(res, false))}
 		if nested {
