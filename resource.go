@@ -636,9 +636,11 @@ func (r *Resource) Changes(cur, change Record, fields []string) bool {
 			return true
 		}
 		if f.Unique && f.Type == TypeString {
+			// Lower-cased as the store keys them (not EqualFold's
+			// folding, which differs for a few characters).
 			a, _ := cur[name].(string)
 			b, _ := v.(string)
-			if strings.ToLower(a) != strings.ToLower(b) {
+			if keyA, keyB := strings.ToLower(a), strings.ToLower(b); keyA != keyB {
 				return true
 			}
 			continue
