@@ -83,10 +83,10 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 // mayVerifyPassword reports whether serving r may verify a password, so
 // that it must carry its address's budget: HTTP Basic; a WebSocket upgrade,
 // whose connection_init may carry Basic; the OAuth endpoints (the password
-// grant, the sign-in page); and writes, where a user changing their own
+// grant, the sign-in page); and REST writes, where a user changing their own
 // password or email confirms it with their current one. Other requests (a
-// read with an API key or a bearer token) verify none, and skip the cost of
-// a context of their own.
+// read, or a GraphQL request, with an API key or a bearer token) verify
+// none, and skip the cost of a context of their own.
 func mayVerifyPassword(r *http.Request, kind string) bool {
 	if kind == "/oauth" || r.Header.Get("Upgrade") != "" {
 		return true
@@ -94,7 +94,9 @@ func mayVerifyPassword(r *http.Request, kind string) bool {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 	default:
-		return true
+		if kind == "/api" {
+			return true
+		}
 	}
 	for _, v := range r.Header["Authorization"] {
 		if scheme, _, _ := strings.Cut(strings.TrimSpace(v), " "); strings.EqualFold(scheme, "Basic") {
