@@ -837,7 +837,7 @@ func (g *docGen) resourceRoute(paths *ordered[*oaPathItem], rt route) {
 		item.Head = headOf(get, "head"+single)
 	case kindReplace:
 		put := &oaOperation{OperationID: "replace" + single, Tags: tags,
-			Summary:     fmt.Sprintf("Replace %s %s%s, or create it with this id", article(res.Singular), res.Singular, of),
+			Summary: fmt.Sprintf("Replace %s %s%s, or create it with this id", article(res.Singular), res.Singular, of),
 			Description: "Replaces the record with the body: 200. When no record has this id, creates one with it: 201 with `Location` (`If-None-Match: *` makes the request create only). " +
 				"An id that a deleted record held is given to a new one only by an admin: anyone else gets 409 `CONFLICT`.\n\n" + access,
 			Parameters:  g.writeParams(),
