@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+	"time"
 )
 
 // APIKeyPrefix starts every API key, so that a key is recognisable in a
@@ -35,6 +36,15 @@ func LooksLikeAPIKey(s string) bool {
 	return true
 }
 
+// inTheFuture refuses a time that has passed: a key that expires at once is
+// a mistake (DELETE ends a key).
+func inTheFuture(v any) string {
+	if !v.(time.Time).After(time.Now()) {
+		return "must be in the future"
+	}
+	return ""
+}
+
 // HashToken returns the SHA-256 of a generated secret (an API key, a client
 // secret, an authorization code, a refresh token), in hex. Such secrets carry
 // at least 128 random bits, so a fast hash is enough to make a stolen table
@@ -58,13 +68,19 @@ var APIKeys = NewResource(Resource{
 		{Name: "name", Type: TypeString, Nullable: true, Sortable: true, Normalize: trimSpace, Length: &Range{1, 100}, Check: oneLine},
 		{Name: "key", Type: TypeString, WriteOnly: true, Secret: SecretToken, Generate: NewAPIKey, DecidesAccess: true},
 		{Name: "prefix", Type: TypeString, ReadOnly: true, Computed: true},
+		// When the key stops working; null: never. Set when the key is
+		// created, or later by its owner, always in the future (a key is
+		// ended at once by deleting it).
+		{Name: "expires_at", Type: TypeTime, Nullable: true, Keep: true, Sortable: true, Check: inTheFuture},
 		{Name: "created_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 		{Name: "updated_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 	},
 	// Anyone manages their own keys; only an admin sees or revokes another's.
-	Access:  Access{Owner: "user_id", Self: []Op{OpRead, OpCreate, OpUpdate, OpDelete}, Private: true, Guarded: true},
-	Parent:  "user_id",
-	Example: func(n int) Record { return Record{"name": "deploy " + itoa(n)} },
+	Access: Access{Owner: "user_id", Self: []Op{OpRead, OpCreate, OpUpdate, OpDelete}, Private: true, Guarded: true},
+	Parent: "user_id",
+	Example: func(n int) Record {
+		return Record{"name": "deploy " + itoa(n), "expires_at": time.Date(2099, 12, 31, 0, 0, 0, 0, time.UTC)}
+	},
 	Compute: func(rec Record) {
 		if k, ok := rec["key"].(string); ok && len(k) >= 12 {
 			rec["prefix"] = k[:12]

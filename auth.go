@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"strconv"
 	"strings"
@@ -22,7 +23,8 @@ type IdentityStore interface {
 	// AccountByID returns the user with this id, or CodeNotFound.
 	AccountByID(ctx context.Context, id int64) (Account, error)
 	// AccountByAPIKey returns the user that owns the API key whose hash
-	// (HashToken) is keyHash, or CodeNotFound when no key has it.
+	// (HashToken) is keyHash, with the key's expiry in ExpiresAt, or
+	// CodeNotFound when no key has it.
 	AccountByAPIKey(ctx context.Context, keyHash string) (Account, error)
 }
 
@@ -36,6 +38,14 @@ type Account struct {
 	// Permissions are the user's effective permissions: those their roles
 	// grant, as the database defines the roles, and those granted directly.
 	Permissions []Permission
+	// Stamp is the user's security stamp (the users field
+	// security_stamp): every token issued to the user carries it, and is
+	// valid only while it is the user's.
+	Stamp string
+	// ExpiresAt, for an account found by an API key (AccountByAPIKey), is
+	// when that key stops working (its expires_at); zero when it does not,
+	// and for other lookups.
+	ExpiresAt time.Time
 	// Cached says the account comes from a cache that other processes'
 	// writes do not reach (see IdentityVersioner), as it was at identity
 	// Version; a store returns such an account only when
@@ -243,10 +253,11 @@ func NewAuthenticator(cfg AuthConfig) (*Authenticator, error) {
 }
 
 // Authenticate returns the caller a credential proves. No credential is
-// CodeUnauthenticated; any credential that is not valid (unknown key, bad or
-// expired token, wrong password, unknown email, soft-deleted user) is the
-// same CodeInvalidToken error; too many failed passwords for an account is
-// CodeRateLimited.
+// CodeUnauthenticated; any credential that is not valid (unknown or expired
+// key, bad or expired token, a token of an earlier security stamp, wrong
+// password, unknown email, soft-deleted user) is the same CodeInvalidToken
+// error; too many failed passwords for an account, or a client address
+// over its budget (ClientBudget), is CodeRateLimited.
 func (a *Authenticator) Authenticate(ctx context.Context, cred Credential) (*Caller, error) {
 	acct, err := a.account(ctx, cred)
 	if err != nil {
@@ -257,6 +268,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred Credential) (*Cal
 
 // account returns the account a credential proves (see Authenticate).
 func (a *Authenticator) account(ctx context.Context, cred Credential) (acct Account, err error) {
+	var stamp string // a token's, which must be the user's
 	switch cred.Scheme {
 	case SchemeNone:
 		return Account{}, errUnauthenticated
@@ -266,7 +278,7 @@ func (a *Authenticator) account(ctx context.Context, cred Credential) (acct Acco
 		}
 		acct, err = a.store.AccountByAPIKey(ctx, HashToken(cred.Secret))
 	case SchemeBearer:
-		acct, err = a.bearer(ctx, cred.Secret)
+		acct, stamp, err = a.bearer(ctx, cred.Secret)
 	case SchemeBasic:
 		acct, err = a.password(ctx, cred.Email, cred.Password, cred.Client)
 	default:
@@ -275,7 +287,7 @@ func (a *Authenticator) account(ctx context.Context, cred Credential) (acct Acco
 	if err != nil {
 		return Account{}, a.invalid(err)
 	}
-	if acct.User.Bool("deleted") {
+	if a.refuses(acct, cred.Scheme, stamp) {
 		if acct.Cached {
 			// Refuse only on what the database says now.
 			return a.account(uncachedAccounts(ctx), cred)
@@ -283,6 +295,24 @@ func (a *Authenticator) account(ctx context.Context, cred Credential) (acct Acco
 		return Account{}, errInvalidCredential
 	}
 	return acct, nil
+}
+
+// refuses reports whether an account found by a credential of scheme may
+// not act: its user is soft-deleted, the API key that found it has
+// expired, or the token that named it (stamp) was issued under another
+// security stamp than the user's (before a password or email change, the
+// end of the user's sessions, or to a deleted user whose id another now
+// has).
+func (a *Authenticator) refuses(acct Account, scheme Scheme, stamp string) bool {
+	switch {
+	case acct.User.Bool("deleted"):
+		return true
+	case !acct.ExpiresAt.IsZero() && !a.now().Before(acct.ExpiresAt):
+		return true
+	case scheme == SchemeBearer:
+		return acct.Stamp == "" || subtle.ConstantTimeCompare([]byte(stamp), []byte(acct.Stamp)) != 1
+	}
+	return false
 }
 
 // Login checks an email and password (the OAuth password grant, the sign-in
@@ -322,23 +352,26 @@ func (a *Authenticator) invalid(err error) error {
 	return err
 }
 
-func (a *Authenticator) bearer(ctx context.Context, token string) (Account, error) {
+// bearer returns the account an access token names, and the token's
+// security stamp, which account checks against the user's.
+func (a *Authenticator) bearer(ctx context.Context, token string) (Account, string, error) {
 	if a.tokens == nil {
-		return Account{}, errInvalidCredential
+		return Account{}, "", errInvalidCredential
 	}
 	claims, ok := a.verifiedTokens.get(token, a.now())
 	if !ok {
 		var err error
 		if claims, err = a.tokens.Verify(token); err != nil {
-			return Account{}, errInvalidCredential
+			return Account{}, "", errInvalidCredential
 		}
 		a.verifiedTokens.put(token, claims)
 	}
 	id, err := strconv.ParseInt(claims.Subject, 10, 64)
-	if err != nil || id < 1 || id > MaxID {
-		return Account{}, errInvalidCredential
+	if err != nil || id < 1 || id > MaxID || claims.Stamp == "" {
+		return Account{}, "", errInvalidCredential
 	}
-	return a.store.AccountByID(ctx, id)
+	acct, err := a.store.AccountByID(ctx, id)
+	return acct, claims.Stamp, err
 }
 
 // password checks an email and password. A credential verified recently is
@@ -363,29 +396,84 @@ func (a *Authenticator) password(ctx context.Context, email, password, client st
 			return Account{}, err
 		}
 	}
-	if err := a.throttled(ctx, email, client); err != nil {
+	if err := a.admit(ctx, email, client); err != nil {
 		return Account{}, err
 	}
 	// The hash verified is the stored one, never a cached account's, so
 	// that a refusal is the database's answer (and a verification costs far
 	// more than reading it).
 	acct, err := a.store.AccountByEmail(uncachedAccounts(ctx), email)
-	hash := acct.PasswordHash
-	switch {
-	case err != nil && ErrorCode(err) != CodeNotFound:
+	if err != nil && ErrorCode(err) != CodeNotFound {
 		return Account{}, err
-	case err != nil || hash == "":
-		// No such user, or one without a password: pay for a verification
-		// all the same.
-		hash = a.dummy
 	}
-	ok, verr := a.hasher.Verify(hash, password)
-	if verr != nil || !ok || hash == a.dummy {
-		a.failed(ctx, email, client)
+	hash := acct.PasswordHash
+	if err != nil {
+		hash = ""
+	}
+	if !a.check(ctx, email, client, hash, password) {
 		return Account{}, errInvalidCredential
 	}
 	a.verified.put(key, acct.User.ID(), hash)
 	return acct, nil
+}
+
+// admit decides, before a password of the account named by email is
+// verified, whether it may be: CodeRateLimited when the account has no
+// failed attempts left (overall or from client), or when the client's
+// address has spent its request budget. A verification costs far more than
+// anything else a request does, so the address pays for it first.
+func (a *Authenticator) admit(ctx context.Context, email, client string) error {
+	if err := a.throttled(ctx, email, client); err != nil {
+		return err
+	}
+	if b := clientBudgetFrom(ctx); b != nil {
+		return b.verify(ctx)
+	}
+	return nil
+}
+
+// check verifies password against hash, a user's stored password hash ("":
+// no such user, or one without a password, which is verified against a
+// dummy all the same, so that it costs the same time), and counts a
+// failure against the account named by email.
+func (a *Authenticator) check(ctx context.Context, email, client, hash, password string) bool {
+	if hash == "" {
+		hash = a.dummy
+	}
+	ok, err := a.hasher.Verify(hash, password)
+	if err != nil || !ok || hash == a.dummy {
+		a.failed(ctx, email, client)
+		return false
+	}
+	return true
+}
+
+// ConfirmPassword checks that password is the current password of user id,
+// as a sign-in checks a password: throttled per account and client address
+// (a wrong one is a failed guess), paid for by the request's client budget
+// (ClientBudget), against the hash the database holds now. A wrong
+// password, or a user without one, is the invalid-credential error;
+// throttling is CodeRateLimited. The Service calls it for Resource.Confirm.
+func (a *Authenticator) ConfirmPassword(ctx context.Context, id int64, password string) error {
+	if len(password) > 1024 {
+		return errInvalidCredential
+	}
+	var client string
+	if b := clientBudgetFrom(ctx); b != nil {
+		client = b.Client()
+	}
+	acct, err := a.store.AccountByID(uncachedAccounts(ctx), id)
+	if err != nil {
+		return a.invalid(err)
+	}
+	email, _ := acct.User["email"].(string)
+	if err := a.admit(ctx, email, client); err != nil {
+		return err
+	}
+	if !a.check(ctx, email, client, acct.PasswordHash, password) {
+		return errInvalidCredential
+	}
+	return nil
 }
 
 // guessKeys returns the throttling keys of an email: per account, and per

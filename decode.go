@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -115,7 +116,7 @@ func Validate(res *Resource, rec Record, mode WriteMode) error {
 			switch {
 			case mode != ModePatch && f.Required:
 				bad(f.Name, "is required")
-			case mode == ModeReplace && !f.Keep:
+			case mode == ModeReplace && !f.Keep && !f.Transient:
 				rec[f.Name] = fieldDefault(f)
 			}
 			continue
@@ -305,6 +306,8 @@ func checkType(f *Field, v any) string {
 		}
 	case TypeItems:
 		_, ok = v.([]Record)
+	case TypeTime:
+		_, ok = v.(time.Time)
 	}
 	if !ok {
 		return "must be " + article(f.Type) + f.Type.String()
@@ -380,6 +383,18 @@ func decodeValue(f *Field, msg json.RawMessage) (any, string) {
 			return nil, notUTF8
 		}
 		return list, ""
+	case TypeTime:
+		// RFC 3339, with a zone (Z or an offset), stored and shown in UTC
+		// to the millisecond, as every timestamp of the API.
+		var str string
+		if json.Unmarshal(msg, &str) != nil {
+			return nil, "must be a timestamp in RFC 3339 form, such as 2026-11-21T05:07:37Z"
+		}
+		t, err := time.Parse(time.RFC3339Nano, str)
+		if err != nil || t.Year() < 1970 || t.Year() > 9999 {
+			return nil, "must be a timestamp in RFC 3339 form, such as 2026-11-21T05:07:37Z"
+		}
+		return Timestamp(t), ""
 	case TypeItems:
 		var raw []map[string]json.RawMessage
 		if json.Unmarshal(msg, &raw) != nil || raw == nil || slices.ContainsFunc(raw, func(m map[string]json.RawMessage) bool { return m == nil }) {

@@ -28,11 +28,12 @@ const (
 	CodeTTL = 60 * time.Second
 	// RefreshTokenTTL is how long a refresh token is valid if not used.
 	RefreshTokenTTL = 30 * 24 * time.Hour
-	// RefreshReuseGrace is how long after a refresh token was used a second
-	// use is taken for a client's own race (two requests sent at once) and
-	// refused without revoking anything. Any later reuse revokes the whole
-	// family: someone holds a token that was already exchanged.
-	RefreshReuseGrace = 10 * time.Second
+	// MaxRefreshReuseGrace bounds the grace an authorization server may
+	// give a refresh token's second use (see OAuthStore.RotateRefreshToken):
+	// a longer one would give whoever stole a token that long to rotate it
+	// unchallenged. The default grace is none: any reuse revokes the family
+	// (RFC 9700 section 4.14.2).
+	MaxRefreshReuseGrace = time.Minute
 )
 
 // Prefixes of the secrets the authorization server generates.
@@ -221,6 +222,9 @@ type AuthorizationCode struct {
 	CodeChallenge string // PKCE S256 challenge
 	Scope         string
 	ExpiresAt     time.Time
+	// Stamp is the user's security stamp at the sign-in: the code is
+	// exchanged only while it is still the user's.
+	Stamp string
 }
 
 // RefreshToken is an issued refresh token, stored only by its hash. Tokens
@@ -232,6 +236,9 @@ type RefreshToken struct {
 	UserID    int64
 	Scope     string
 	ExpiresAt time.Time
+	// Stamp is the user's security stamp when the family began (the
+	// sign-in); a family is rotated only while it is still the user's.
+	Stamp string
 }
 
 // OAuthStore keeps the authorization server's state: clients, codes and
@@ -249,16 +256,22 @@ type OAuthStore interface {
 	// (Family = the code's hash) is revoked; any other failure CodeNotFound.
 	ConsumeCode(ctx context.Context, hash string, now time.Time) (AuthorizationCode, error)
 
-	// SaveRefreshToken stores a new refresh token.
+	// SaveRefreshToken stores a new refresh token. A token that starts a
+	// family gives the family its Stamp. Returns CodeConflict when the
+	// family is revoked, or its stamp is no longer its user's security
+	// stamp (the password changed since the sign-in).
 	SaveRefreshToken(ctx context.Context, t RefreshToken) error
 	// RotateRefreshToken exchanges the token with hash old for next (which
 	// inherits its family, client, user and scope) in one transaction, and
-	// returns the old token. Exactly one of any number of concurrent calls
-	// with the same old token succeeds. Returns CodeNotFound when old is
-	// unknown, expired or revoked, or was used less than RefreshReuseGrace
-	// ago (a client's own race); CodeConflict when old was used before that,
-	// after revoking the whole family.
-	RotateRefreshToken(ctx context.Context, old string, next RefreshToken, now time.Time) (RefreshToken, error)
+	// returns the old token, with its family's Stamp. Exactly one of any
+	// number of concurrent calls with the same old token succeeds. Returns
+	// CodeNotFound when old is unknown, expired or revoked, when its
+	// family's stamp is no longer its user's security stamp, or when old
+	// was used less than grace ago (taken for a client's own race, two
+	// requests sent at once: nothing is revoked); CodeConflict when old was
+	// used before, at least grace ago, after revoking the whole family, its
+	// newest token included. With grace 0 every reuse revokes the family.
+	RotateRefreshToken(ctx context.Context, old string, next RefreshToken, now time.Time, grace time.Duration) (RefreshToken, error)
 	// RevokeRefreshToken revokes the family of the token with this hash, if
 	// the token belongs to clientID. Unknown tokens are not an error (RFC
 	// 7009 section 2.2).

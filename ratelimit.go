@@ -2,6 +2,7 @@ package resourceapi
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -36,4 +37,110 @@ type RateDecision struct {
 	// RetryAfter, when Allowed is false, is how long until n requests would
 	// fit.
 	RetryAfter time.Duration
+}
+
+// ClientBudget is the request budget of the client address one request
+// comes from, as the transport that limits requests keeps it (package
+// http's rate limit, under the key it gives). It travels in the request's
+// context (WithClientBudget), so that the Authenticator and the Service take
+// from it before they verify a password: a flood of passwords from one
+// address, every one refused, spends that address's budget and then stops,
+// instead of costing the server a hash each. A credential the Authenticator
+// remembers (see AuthConfig.VerifiedTTL) verifies no password and takes
+// nothing.
+//
+// One request takes one request from the budget at most once for itself
+// and its first password verification together; each further verification
+// it makes (none but a WebSocket connection's, whose connection_init may
+// carry a password after the upgrade) takes one more. It is safe for
+// concurrent use.
+type ClientBudget struct {
+	limiter RateLimiter
+	client  string
+
+	mu       sync.Mutex
+	asked    bool // whether the limiter was asked at all
+	taken    int  // requests this request took from the budget
+	verified int  // password verifications it made
+	last     RateDecision
+	lastErr  error
+}
+
+// NewClientBudget returns the budget of one request from client (its
+// address), kept in l under ClientKey(client). With a nil l, requests are
+// not limited, and the budget only says where the request comes from (for
+// the throttling of password guesses).
+func NewClientBudget(l RateLimiter, client string) *ClientBudget {
+	return &ClientBudget{limiter: l, client: client}
+}
+
+// ClientKey is the key under which a client address's budget is kept.
+func ClientKey(client string) string { return "addr:" + client }
+
+// Client returns the address of the client the budget is of.
+func (b *ClientBudget) Client() string { return b.client }
+
+// Count counts the request itself against the budget, unless a password
+// verification of the request already did, and returns the budget as the
+// limiter last reported it (refused when it was spent).
+func (b *ClientBudget) Count(ctx context.Context) (RateDecision, error) {
+	if b.limiter == nil {
+		return RateDecision{Allowed: true}, nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.asked {
+		return b.last, b.lastErr
+	}
+	return b.take(ctx)
+}
+
+// verify takes from the budget for one more password verification, and
+// fails with CodeRateLimited when the budget is spent. A limiter that
+// cannot decide refuses nothing.
+func (b *ClientBudget) verify(ctx context.Context) error {
+	if b.limiter == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.verified < b.taken {
+		b.verified++
+		return nil
+	}
+	d, err := b.take(ctx)
+	switch {
+	case err != nil:
+		return nil
+	case !d.Allowed:
+		return &Error{Code: CodeRateLimited, RetryAfter: max(d.RetryAfter, time.Second),
+			Message: "Too many requests; retry after the time in Retry-After"}
+	}
+	b.verified++
+	return nil
+}
+
+// take takes one request from the budget. b.mu is held.
+func (b *ClientBudget) take(ctx context.Context) (RateDecision, error) {
+	d, err := b.limiter.AllowN(ctx, ClientKey(b.client), 1)
+	b.asked, b.last, b.lastErr = true, d, err
+	if err == nil && d.Allowed {
+		b.taken++
+	}
+	return d, err
+}
+
+type clientBudgetKey struct{}
+
+// WithClientBudget returns a context that carries the budget of the
+// request's client address.
+func WithClientBudget(ctx context.Context, b *ClientBudget) context.Context {
+	return context.WithValue(ctx, clientBudgetKey{}, b)
+}
+
+// clientBudgetFrom returns the budget WithClientBudget put in ctx, or nil
+// (requests are not limited).
+func clientBudgetFrom(ctx context.Context) *ClientBudget {
+	b, _ := ctx.Value(clientBudgetKey{}).(*ClientBudget)
+	return b
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // FieldType is the JSON and storage type of a field.
@@ -71,6 +72,16 @@ type Field struct {
 	// Computed fields are read-only to clients but set by the rule layer
 	// (Resource.Compute or BeforeCreate) before a write, and stored.
 	Computed bool
+	// Transient fields are accepted in request bodies for the rule layer to
+	// check (a current password, Resource.Confirm), and are never stored or
+	// shown. A Transient field is WriteOnly.
+	Transient bool
+	// RenewedBy, on a Computed field that is neither accepted nor shown
+	// (ReadOnly and WriteOnly: a user's security stamp), lists the fields
+	// whose change gives it a new value, from Default, in the same write: a
+	// secret field whenever a write sets it, any other when a write changes
+	// its stored value. Every new record takes a value from Default too.
+	RenewedBy []string
 	// References names the resource whose record id this field holds. The
 	// database enforces it (a foreign key); deleting the referenced record
 	// deletes this one with it, unless Restrict.
@@ -242,6 +253,9 @@ type Resource struct {
 	// each field passed its own checks. It sees the fields the write sets
 	// (all of them but Keep fields, except in ModePatch).
 	Check func(rec Record, mode WriteMode) []FieldError
+	// Confirm, when set, lists fields that a record's owner changes only by
+	// confirming it with their current password (see Confirm).
+	Confirm *Confirm
 	// BeforeCreate, when set, runs in the rule layer before a record is
 	// created, after validation and generation, to create what the record
 	// needs (an OAuth client's service user). undo, when not nil, is called
@@ -298,6 +312,16 @@ func NewResource(r Resource) *Resource {
 			}
 		}
 	}
+	if c := r.Confirm; c != nil {
+		if f := r.fields[c.With]; f == nil || !f.Transient || r.Access.Owner == "" {
+			panic(fmt.Sprintf("resource %s: Confirm.With %q must be a transient field of a resource with an owner", r.Name, c.With))
+		}
+		for _, name := range c.Fields {
+			if r.fields[name] == nil {
+				panic(fmt.Sprintf("resource %s: Confirm names unknown field %q", r.Name, name))
+			}
+		}
+	}
 	if r.Path == "" {
 		r.Path = r.Name
 	}
@@ -326,6 +350,14 @@ func NewResource(r Resource) *Resource {
 		if f.Internal && (!f.ReadOnly || !f.Computed || f.WriteOnly || f.Sortable || f.Searchable || f.Unique) {
 			panic(fmt.Sprintf("resource %s: internal field %q must be read-only and computed, and no more", r.Name, f.Name))
 		}
+		if f.Transient && (!f.WriteOnly || f.ReadOnly || f.Required || f.Secret != NotSecret) {
+			panic(fmt.Sprintf("resource %s: transient field %q must be write-only, optional, and stored as nothing", r.Name, f.Name))
+		}
+		for _, name := range f.RenewedBy {
+			if !f.ReadOnly || !f.WriteOnly || !f.Computed || f.Default == nil || r.fields[name] == nil {
+				panic(fmt.Sprintf("resource %s: field %q renewed by %q: it must be read-only, write-only, computed and have a Default, and %q a field", r.Name, f.Name, name, name))
+			}
+		}
 		if f.References != "" && f.Type != TypeInt {
 			panic(fmt.Sprintf("resource %s: reference %q is not an integer field", r.Name, f.Name))
 		}
@@ -344,6 +376,17 @@ func NewResource(r Resource) *Resource {
 		}
 	}
 	return &r
+}
+
+// Confirm declares that a write by a record's owner that changes one of
+// Fields (a secret field: that sets it) must carry, in the Transient field
+// With, the owner's current password, which the rule layer checks as a
+// sign-in checks it (throttled, a wrong one counted as a failed guess). An
+// admin changing another user's record needs none; a user without a
+// password cannot confirm, so only an admin changes these fields for them.
+type Confirm struct {
+	Fields []string
+	With   string
 }
 
 // SecretKind says how a secret field is hashed.
@@ -648,6 +691,66 @@ func (r *Resource) Filter(param string) *Filter {
 // record; a replace of an existing record leaves that field as stored. The
 // rule layer uses it for the owner of a record a PUT may create.
 type IfCreated struct{ Value any }
+
+// IfChanged is a record value that a write stores only if, in the same
+// write, one of Fields takes a value other than the stored one (a secret
+// field: is set at all); otherwise the field keeps what is stored. A write
+// that creates the record stores Value. The rule layer uses it to renew a
+// user's security stamp when their email changes (Field.RenewedBy), which
+// only the write's transaction can tell.
+type IfChanged struct {
+	Fields []string
+	Value  any
+}
+
+// Changes reports whether writing change over cur (a stored record) changes
+// one of fields: a field of res that is not shown (a secret) changes
+// whenever change sets it; another when its value differs from cur's, a
+// unique string as uniqueness compares it (ignoring case: an email whose
+// case alone changes names the same account).
+func (r *Resource) Changes(cur, change Record, fields []string) bool {
+	for _, name := range fields {
+		v, sent := change[name]
+		if !sent {
+			continue
+		}
+		f := r.fields[name]
+		if f == nil || f.WriteOnly {
+			return true
+		}
+		if f.Unique && f.Type == TypeString {
+			// Lower-cased as the store keys them (not EqualFold's
+			// folding, which differs for a few characters).
+			a, _ := cur[name].(string)
+			b, _ := v.(string)
+			if keyA, keyB := strings.ToLower(a), strings.ToLower(b); keyA != keyB {
+				return true
+			}
+			continue
+		}
+		if !sameValue(cur[name], v) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameValue reports whether two values of a record are equal.
+func sameValue(a, b any) bool {
+	switch x := a.(type) {
+	case []string:
+		y, ok := b.([]string)
+		return ok && slices.Equal(x, y)
+	case time.Time:
+		y, ok := b.(time.Time)
+		return ok && x.Equal(y)
+	case nil:
+		return b == nil
+	case string, int64, bool:
+		return a == b
+	}
+	return false
+}
 
 // MaxID is the largest record id: 2^53-1, the largest integer that every JSON
 // client (JavaScript's numbers) holds exactly. Stores never assign a larger

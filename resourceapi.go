@@ -36,7 +36,10 @@ type Store interface {
 	// cond, when not nil, is called inside the transaction with the current
 	// record (nil when absent) and aborts the write with its error.
 	// Returns CodeConflict when a unique field is taken and CodeUnprocessable
-	// when the write would break an invariant (the last admin).
+	// when the write would break an invariant (the last admin). An id that a
+	// deleted record of res held (a hard delete, cascades included) is
+	// retired: Replace creates no record at it, and returns CodeConflict,
+	// unless ctx allows it (WithIDReuse).
 	Replace(ctx context.Context, res *Resource, id int64, rec Record, cond Condition) (_ Record, created bool, _ error)
 
 	// Update changes only the fields present in patch. Returns CodeNotFound when
@@ -66,6 +69,20 @@ type FirstCreator interface {
 // current state of the record (nil when the record does not exist). A non-nil
 // error aborts the write and is returned to the caller unchanged.
 type Condition func(current Record) error
+
+type idReuseKey struct{}
+
+// WithIDReuse returns a context in which Store.Replace may create a record
+// at a retired id. The rule layer sets it for admins only: an id once used
+// names, in logs, links, caches and other systems, the record that held it,
+// and only an admin may decide to give it to another.
+func WithIDReuse(ctx context.Context) context.Context {
+	return context.WithValue(ctx, idReuseKey{}, true)
+}
+
+// IDReuseAllowed reports whether ctx lets Store.Replace create a record at
+// a retired id (WithIDReuse).
+func IDReuseAllowed(ctx context.Context) bool { return ctx.Value(idReuseKey{}) != nil }
 
 // Clock returns the current time. Stores take one reading per transaction.
 type Clock func() time.Time

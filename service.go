@@ -3,6 +3,7 @@ package resourceapi
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // Service is the rule layer: every read and write of a resource, from any
@@ -22,6 +23,7 @@ type Service struct {
 	// identity shares the reads of the identity version among the
 	// sessions Confirm keeps current (session.go).
 	identity identityWatch
+	auth     *Authenticator
 }
 
 // NewService returns the rule layer over store. hasher hashes password
@@ -29,6 +31,12 @@ type Service struct {
 func NewService(store Store, hasher PasswordHasher) *Service {
 	return &Service{store: store, hasher: hasher}
 }
+
+// SetAuthenticator gives the service the Authenticator that checks the
+// current passwords writes confirm with (Resource.Confirm), with the
+// throttling of sign-ins. Call it before the service serves requests;
+// without it, a write that sends a current password fails.
+func (s *Service) SetAuthenticator(a *Authenticator) { s.auth = a }
 
 // Store returns the store the service writes to, for the work that is not a
 // resource operation (authentication's lookups).
@@ -210,6 +218,7 @@ func (s *Service) create(ctx context.Context, c *Caller, res *Resource, parent i
 	if err := s.prepare(c, res, rec, ModeCreate); err != nil {
 		return nil, err
 	}
+	dropTransient(res, rec)
 	if err := s.lookup(ctx, res, rec); err != nil {
 		return nil, err
 	}
@@ -271,6 +280,7 @@ func (s *Service) CreateFirst(ctx context.Context, c *Caller, res *Resource, rec
 	if err := s.prepare(c, res, rec, ModeCreate); err != nil {
 		return nil, false, err
 	}
+	dropTransient(res, rec)
 	if err := s.finish(res, rec); err != nil {
 		return nil, false, err
 	}
@@ -298,13 +308,23 @@ func (s *Service) Replace(ctx context.Context, c *Caller, res *Resource, item It
 	if err := s.prepare(c, res, rec, ModeReplace); err != nil {
 		return nil, false, err
 	}
+	confirmed, err := s.confirm(ctx, c, res, rec)
+	if err != nil {
+		return nil, false, err
+	}
 	if err := s.lookup(ctx, res, rec); err != nil {
 		return nil, false, err
 	}
 	if err := s.finish(res, rec); err != nil {
 		return nil, false, err
 	}
-	return s.store.Replace(ctx, res, item.ID, rec, s.guard(c, res, OpReplace, a, item, cond))
+	s.renew(res, rec)
+	if c.IsAdmin() {
+		// Only an admin may give a new record an id a deleted one held
+		// (see Store.Replace); anyone else creates at fresh ids only.
+		ctx = WithIDReuse(ctx)
+	}
+	return s.store.Replace(ctx, res, item.ID, rec, s.guard(c, res, OpReplace, a, item, cond, rec, confirmed))
 }
 
 // Update changes the fields present in patch of record item.ID. cond is as
@@ -321,13 +341,18 @@ func (s *Service) Update(ctx context.Context, c *Caller, res *Resource, item Ite
 	if err := s.prepare(c, res, patch, ModePatch); err != nil {
 		return nil, err
 	}
+	confirmed, err := s.confirm(ctx, c, res, patch)
+	if err != nil {
+		return nil, err
+	}
 	if err := s.lookup(ctx, res, patch); err != nil {
 		return nil, err
 	}
 	if err := s.finish(res, patch); err != nil {
 		return nil, err
 	}
-	return s.store.Update(ctx, res, item.ID, patch, s.guard(c, res, OpUpdate, a, item, cond))
+	s.renew(res, patch)
+	return s.store.Update(ctx, res, item.ID, patch, s.guard(c, res, OpUpdate, a, item, cond, patch, confirmed))
 }
 
 // Delete removes record item.ID and everything that belongs to it. cond is as
@@ -341,15 +366,18 @@ func (s *Service) Delete(ctx context.Context, c *Caller, res *Resource, item Ite
 	if err != nil {
 		return err
 	}
-	return s.store.Delete(ctx, res, item.ID, s.guard(c, res, OpDelete, a, item, cond))
+	return s.store.Delete(ctx, res, item.ID, s.guard(c, res, OpDelete, a, item, cond, nil, false))
 }
 
 // guard returns the precondition the store checks inside the write
 // transaction against the record as it is then: the rules that need it, then
 // the caller's own cond. A replace that creates (no current record) needs
 // only the caller's cond: who may create was decided before, and prepare
-// made the new record the caller's own unless the caller is an admin.
-func (s *Service) guard(c *Caller, res *Resource, op Op, a allowed, item Item, cond Condition) Condition {
+// made the new record the caller's own unless the caller is an admin. rec is
+// what the write sets, and confirmed whether it carried the caller's current
+// password, rightly (confirm): a change of the caller's own record that
+// Resource.Confirm lists needs it, which only the stored record tells.
+func (s *Service) guard(c *Caller, res *Resource, op Op, a allowed, item Item, cond Condition, rec Record, confirmed bool) Condition {
 	return func(cur Record) error {
 		if cur == nil && a == ifOwner && op != OpReplace || res.HiddenFrom(c, cur) {
 			return notFound(res)
@@ -361,11 +389,125 @@ func (s *Service) guard(c *Caller, res *Resource, op Op, a allowed, item Item, c
 		if err := s.check(c, res, op, a, item, cur); err != nil {
 			return err
 		}
+		if cf := res.Confirm; cf != nil && cur != nil && !confirmed && c.UserID != 0 &&
+			res.OwnerOf(cur) == c.UserID && res.Changes(cur, rec, cf.Fields) {
+			return confirmError(cf, "is required to change your own "+strings.Join(cf.Fields, " or "))
+		}
 		if cond != nil {
 			return cond(cur)
 		}
 		return nil
 	}
+}
+
+// confirm takes the Transient fields out of rec (nothing stores them) and,
+// when res declares Confirm and rec carries its current password, checks it
+// against the caller's own: true when it is right. A wrong one, like any
+// failed password, counts against the caller's sign-in throttle; throttled,
+// it is CodeRateLimited. Whether the write needed it is for guard to say.
+func (s *Service) confirm(ctx context.Context, c *Caller, res *Resource, rec Record) (bool, error) {
+	var given any
+	var sent bool
+	if cf := res.Confirm; cf != nil {
+		given, sent = rec[cf.With]
+	}
+	dropTransient(res, rec)
+	password, _ := given.(string)
+	if !sent || password == "" {
+		return false, nil
+	}
+	wrong := confirmError(res.Confirm, "is not your current password")
+	if c.UserID == 0 {
+		return false, wrong // the command line signs in as no one
+	}
+	if s.auth == nil {
+		return false, fmt.Errorf("confirm %s: the service has no authenticator to check passwords", res.Confirm.With)
+	}
+	switch err := s.auth.ConfirmPassword(ctx, c.UserID, password); ErrorCode(err) {
+	case "":
+		return true, nil
+	case CodeInvalidToken, CodeNotFound:
+		return false, wrong
+	default:
+		return false, err
+	}
+}
+
+// dropTransient takes the Transient fields out of rec: they are for the
+// rule layer to check, and nothing stores them.
+func dropTransient(res *Resource, rec Record) {
+	for _, f := range res.Fields {
+		if f.Transient {
+			delete(rec, f.Name)
+		}
+	}
+}
+
+// confirmError is the error of a missing or wrong current password: a
+// validation error, with msg about the field that carries it.
+func confirmError(cf *Confirm, msg string) error {
+	return &Error{Code: CodeValidation,
+		Message: "Changing your own " + strings.Join(cf.Fields, " or ") + " needs your current password in " + cf.With,
+		Details: []FieldError{{Field: cf.With, Message: msg}}}
+}
+
+// renew gives the fields that a change renews (Field.RenewedBy) a new value
+// in rec, the record of a validated write: at once when rec sets a secret
+// that renews them (a password), else, when rec sets other fields that do,
+// if the write changes one of them (IfChanged: only the store, inside the
+// write, can tell).
+func (s *Service) renew(res *Resource, rec Record) {
+	for i := range res.Fields {
+		f := &res.Fields[i]
+		if len(f.RenewedBy) == 0 {
+			continue
+		}
+		secret := false
+		var sent []string
+		for _, name := range f.RenewedBy {
+			if _, ok := rec[name]; !ok {
+				continue
+			}
+			if res.fields[name].WriteOnly {
+				secret = true
+			} else {
+				sent = append(sent, name)
+			}
+		}
+		switch {
+		case secret:
+			rec[f.Name] = f.Default()
+		case len(sent) > 0:
+			rec[f.Name] = IfChanged{Fields: sent, Value: f.Default()}
+		}
+	}
+}
+
+// EndSessions ends every session of user id at once, on every instance:
+// its refresh tokens (of every client), the authorization codes not yet
+// exchanged, and the access tokens already issued, by renewing the user's
+// security stamp (see the users field security_stamp). API keys are not
+// sessions and stay. The user themself or an admin may; anyone else gets
+// CodeForbidden, and an unknown id (to an admin) CodeNotFound.
+func (s *Service) EndSessions(ctx context.Context, c *Caller, id int64) error {
+	c, err := current(ctx, c)
+	if err != nil {
+		return err
+	}
+	if c == nil {
+		return errUnauthenticated
+	}
+	if c.UserID != id && !c.IsAdmin() {
+		return Errorf(CodeForbidden, "Only the user or an admin may end a user's sessions")
+	}
+	rec := Record{}
+	for _, f := range Users.Fields {
+		if len(f.RenewedBy) > 0 {
+			rec[f.Name] = f.Default()
+		}
+	}
+	_, err = s.store.Update(ctx, Users, id, rec, nil)
+	return err
 }
 
 // setParent puts the parent id of a nested path into rec: the path names

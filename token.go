@@ -14,10 +14,17 @@ type Claims struct {
 	Name      string
 	IssuedAt  time.Time
 	ExpiresAt time.Time
+	// Stamp is the user's security stamp when the token was issued
+	// (Account.Stamp): the token is valid only while it is still the
+	// user's, so a password or email change, the end of the user's
+	// sessions, or the user's deletion (a user created again at the same
+	// id has another stamp) ends it.
+	Stamp string
 }
 
 // Tokens issues and verifies access tokens. Package token implements it with
-// HS256 JSON Web Tokens.
+// HS256 JSON Web Tokens. Verify checks the token alone; the Authenticator
+// then checks its Stamp against the user's.
 type Tokens interface {
 	// Issue signs claims into a token.
 	Issue(c Claims) (string, error)

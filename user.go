@@ -1,6 +1,7 @@
 package resourceapi
 
 import (
+	"crypto/rand"
 	"fmt"
 	"net/mail"
 	"slices"
@@ -28,6 +29,9 @@ var Users = NewResource(Resource{
 		{Name: "age", Type: TypeInt, Nullable: true, Sortable: true, Range: &Range{0, 150}},
 		{Name: "password", Type: TypeString, WriteOnly: true, Secret: SecretPassword, Nullable: true, Keep: true,
 			DecidesAccess: true, Length: &Range{8, 1024}},
+		// The caller's own password, confirming a change of their own
+		// password or email (Confirm below).
+		{Name: "current_password", Type: TypeString, WriteOnly: true, Transient: true, Length: &Range{1, 1024}},
 		{Name: "roles", Type: TypeStrings, Keep: true, AdminOnly: true, DecidesAccess: true, Default: func() any { return []string{RoleUser} },
 			Normalize: normalizeSet, Enum: RoleNames()},
 		{Name: "permissions", Type: TypeStrings, Keep: true, AdminOnly: true, DecidesAccess: true, Default: func() any { return []string{} },
@@ -38,9 +42,25 @@ var Users = NewResource(Resource{
 		// service marks the user an OAuth client acts as with the
 		// client_credentials grant (createServiceUser): shown only to admins.
 		{Name: "service", Type: TypeBool, ReadOnly: true, Computed: true, Internal: true, Default: func() any { return false }},
+		// The security stamp: a random value that every credential issued
+		// to the user carries (access tokens, refresh-token families,
+		// authorization codes) and that is valid only while it is the
+		// user's. A new one comes with every user created (so a user
+		// created again at a deleted user's id shares nothing with them),
+		// and with every change of the password, the email or the soft
+		// delete, in the same write: each such change, and ending the
+		// user's sessions (Service.EndSessions), ends every token and
+		// session issued before it. API keys are credentials of their own
+		// and are not stamped.
+		{Name: "security_stamp", Type: TypeString, ReadOnly: true, WriteOnly: true, Computed: true, DecidesAccess: true,
+			Default: func() any { return NewStamp() }, RenewedBy: []string{"password", "email", "deleted"}},
 	},
 	Hidden: "service",
 	Retain: &Retain{Field: "roles", Value: RoleAdmin, Message: "The last admin cannot be removed, deleted or demoted"},
+	// A user changes their own password or email only with their current
+	// password: a stolen token or key, however short-lived, must not become
+	// a permanent sign-in.
+	Confirm: &Confirm{Fields: []string{"password", "email"}, With: "current_password"},
 	// A user owns their own record: they may read and patch it without
 	// users:read or users:write (not its roles or permissions, which only an
 	// admin sets).
@@ -54,6 +74,9 @@ var Users = NewResource(Resource{
 		{Param: "role", Kind: FilterContains, Field: "roles", Values: RoleNames()},
 	},
 })
+
+// NewStamp returns a new security stamp: 130 random bits in base32.
+func NewStamp() string { return rand.Text() }
 
 // MaxEmailLength is the longest accepted email address, in bytes (RFC 5321).
 const MaxEmailLength = 254

@@ -72,7 +72,12 @@ func TestAuthenticationAndAdmin(t *testing.T) {
 			t.Fatalf("adminData = %+v, want 2 users, 1 post, version test", d.AdminData)
 		}
 		// Every scheme of REST works here too: Bearer and Basic.
-		tok, err := s.tokens.Issue(resourceapi.Claims{Subject: "1", Name: "Test Admin"})
+		// A token carries its user's security stamp.
+		acct, err := s.service.Store().(resourceapi.IdentityStore).AccountByID(t.Context(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := s.tokens.Issue(resourceapi.Claims{Subject: "1", Name: "Test Admin", Stamp: acct.Stamp})
 		if err != nil {
 			t.Fatal(err)
 		}

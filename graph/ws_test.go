@@ -224,7 +224,12 @@ func TestSubscriptionCredentials(t *testing.T) {
 				})
 			}
 			// Bearer and Basic in the payload, in any case.
-			tok, err := s.tokens.Issue(resourceapi.Claims{Subject: "1", Name: "Test Admin"})
+			// A token carries its user's security stamp.
+			acct, err := s.service.Store().(resourceapi.IdentityStore).AccountByID(t.Context(), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok, err := s.tokens.Issue(resourceapi.Claims{Subject: "1", Name: "Test Admin", Stamp: acct.Stamp})
 			if err != nil {
 				t.Fatal(err)
 			}

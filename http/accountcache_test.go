@@ -49,7 +49,7 @@ func TestCachedAccountsFollowOtherInstances(t *testing.T) {
 	basic := a.anonymous()
 	basic.auth = []string{"Authorization", basicAuth("ann@example.com", "correct horse battery")}
 	jwt := a.anonymous()
-	jwt.auth = []string{"Authorization", bearer(t, id, time.Now().Add(10*time.Minute))}
+	jwt.auth = []string{"Authorization", bearer(t, a, id, time.Now().Add(10*time.Minute))}
 	all := []*client{ann, basic, jwt}
 	readAll := func(status int, code resourceapi.Code) {
 		t.Helper()
@@ -97,17 +97,29 @@ func TestCachedAccountsFollowOtherInstances(t *testing.T) {
 	exec(`UPDATE roles SET permissions = '["users:read","articles:read"]' WHERE name = 'user'`)
 	readAll(http.StatusOK, "")
 
-	// A soft delete, and its undoing.
+	// A soft delete, and its undoing, which ends the tokens issued before.
 	b.do("PATCH", item, `{"deleted":true}`).mustStatus(t, http.StatusOK)
 	readAll(http.StatusForbidden, resourceapi.CodeInvalidToken)
 	b.do("PATCH", item, `{"deleted":false}`).mustStatus(t, http.StatusOK)
+	jwt.get(item).mustError(t, http.StatusForbidden, resourceapi.CodeInvalidToken)
+	jwt.auth[1] = bearer(t, a, id, time.Now().Add(10*time.Minute))
 	readAll(http.StatusOK, "")
 
-	// A password change: the old one is refused, the new one works.
+	// A password change: the old one is refused, the new one works; the
+	// tokens issued before end.
 	b.do("PATCH", item, `{"password":"a new passphrase"}`).mustStatus(t, http.StatusOK)
 	basic.get(item).mustError(t, http.StatusForbidden, resourceapi.CodeInvalidToken)
+	jwt.get(item).mustError(t, http.StatusForbidden, resourceapi.CodeInvalidToken)
 	basic.auth[1] = basicAuth("ann@example.com", "a new passphrase")
 	basic.get(item).mustStatus(t, http.StatusOK)
+	jwt.auth[1] = bearer(t, a, id, time.Now().Add(10*time.Minute))
+	jwt.get(item).mustStatus(t, http.StatusOK)
+
+	// The end of the user's sessions, on b: a's next request refuses the
+	// token.
+	b.do("DELETE", item+"/sessions", "").mustStatus(t, http.StatusNoContent)
+	jwt.get(item).mustError(t, http.StatusForbidden, resourceapi.CodeInvalidToken)
+	jwt.auth[1] = bearer(t, a, id, time.Now().Add(10*time.Minute))
 
 	// A key revoked on b.
 	keys, _ := b.get(item + "/api-keys").list(t)
@@ -133,7 +145,7 @@ func TestCachedAccountCostsNoStatement(t *testing.T) {
 	c := mustServer(t, openPostgres(t, pgtest.NewDatabase(t), &n))
 	ann := c.as(c.mustAccount("Ann", "ann@example.com", resourceapi.RoleUser))
 	jwt := c.anonymous()
-	jwt.auth = []string{"Authorization", bearer(t, 2, time.Now().Add(10*time.Minute))}
+	jwt.auth = []string{"Authorization", bearer(t, c, 2, time.Now().Add(10*time.Minute))}
 	basic := c.anonymous()
 	basic.auth = []string{"Authorization", basicAuth("ann@example.com", "correct horse battery")}
 	for _, who := range []*client{c, ann, jwt, basic} {

@@ -106,7 +106,14 @@ func (s *Server) requireCaller(next http.Handler) http.Handler {
 		case info.caller == nil:
 			s.writeError(w, r, resourceapi.Errorf(resourceapi.CodeUnauthenticated, "Authentication required"))
 		default:
-			next.ServeHTTP(w, r.WithContext(resourceapi.WithCaller(r.Context(), info.caller)))
+			ctx := resourceapi.WithCaller(r.Context(), info.caller)
+			if s.limiter == nil && mayVerifyPassword(r, "/api") {
+				// Requests are not limited, but a password checked here (a
+				// current password) is still throttled by where it comes
+				// from, as the rate limit's budget would have said.
+				ctx = resourceapi.WithClientBudget(ctx, resourceapi.NewClientBudget(nil, s.clientIP(r).String()))
+			}
+			next.ServeHTTP(w, r.WithContext(ctx))
 		}
 	})
 }

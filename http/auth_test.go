@@ -20,10 +20,21 @@ func basicAuth(email, password string) string {
 	return "Basic " + base64.StdEncoding.EncodeToString([]byte(email+":"+password))
 }
 
-// bearer returns an Authorization value with an access token for user id,
-// signed as the test servers sign them, that expires at exp (issued a
-// minute before, or now if that is earlier).
-func bearer(t *testing.T, id int64, exp time.Time) string {
+// bearer returns an Authorization value with an access token for user id
+// of c's server, signed as the test servers sign them, with the user's
+// security stamp (any, when there is no such user), that expires at exp
+// (issued a minute before, or now if that is earlier).
+func bearer(t *testing.T, c *client, id int64, exp time.Time) string {
+	t.Helper()
+	stamp := "NOSUCHUSER"
+	if acct, err := c.service.Store().(resourceapi.IdentityStore).AccountByID(context.Background(), id); err == nil {
+		stamp = acct.Stamp
+	}
+	return bearerStamped(t, id, stamp, exp)
+}
+
+// bearerStamped is bearer with the security stamp given.
+func bearerStamped(t *testing.T, id int64, stamp string, exp time.Time) string {
 	t.Helper()
 	iat := exp.Add(-time.Minute)
 	if now := time.Now(); now.Before(iat) {
@@ -33,7 +44,7 @@ func bearer(t *testing.T, id int64, exp time.Time) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := tokens.Issue(resourceapi.Claims{Subject: fmt.Sprint(id), Name: "x", IssuedAt: iat, ExpiresAt: exp})
+	tok, err := tokens.Issue(resourceapi.Claims{Subject: fmt.Sprint(id), Name: "x", IssuedAt: iat, ExpiresAt: exp, Stamp: stamp})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +61,7 @@ func TestCredentials(t *testing.T) {
 		c.get(path).mustStatus(t, http.StatusOK)
 		anon.get(path, "Authorization", basicAuth(adminEmail, "correct horse battery")).mustStatus(t, http.StatusOK)
 		anon.get(path, "Authorization", basicAuth(strings.ToUpper(adminEmail), "correct horse battery")).mustStatus(t, http.StatusOK)
-		anon.get(path, "Authorization", bearer(t, 1, soon)).mustStatus(t, http.StatusOK)
+		anon.get(path, "Authorization", bearer(t, c, 1, soon)).mustStatus(t, http.StatusOK)
 
 		// None: 401 with a challenge for every scheme.
 		r := anon.get(path)
@@ -69,8 +80,8 @@ func TestCredentials(t *testing.T) {
 			{"X-API-Key", "rak_AAAAAAAAAAAAAAAAAAAAAAAAAA"},
 			{"X-API-Key", "not-a-key"},
 			{"Authorization", "Bearer " + algNone},
-			{"Authorization", bearer(t, 1, time.Now().Add(-time.Second))},
-			{"Authorization", bearer(t, 9999, soon)}, // no such user
+			{"Authorization", bearer(t, c, 1, time.Now().Add(-time.Second))},
+			{"Authorization", bearer(t, c, 9999, soon)}, // no such user
 			{"Authorization", "Bearer garbage"},
 			{"Authorization", basicAuth(adminEmail, "wrong password")},
 			{"Authorization", basicAuth("nobody@example.com", "correct horse battery")},
@@ -96,8 +107,8 @@ func TestCredentials(t *testing.T) {
 		}
 
 		// Two credentials: 400. Credentials in the URL: 400, never used.
-		anon.get(path, "X-API-Key", c.auth[1], "Authorization", bearer(t, 1, soon)).mustError(t, http.StatusBadRequest, resourceapi.CodeBadRequest)
-		c.get(path+"?access_token="+strings.TrimPrefix(bearer(t, 1, soon), "Bearer ")).mustError(t, http.StatusBadRequest, resourceapi.CodeBadRequest)
+		anon.get(path, "X-API-Key", c.auth[1], "Authorization", bearer(t, c, 1, soon)).mustError(t, http.StatusBadRequest, resourceapi.CodeBadRequest)
+		c.get(path+"?access_token="+strings.TrimPrefix(bearer(t, c, 1, soon), "Bearer ")).mustError(t, http.StatusBadRequest, resourceapi.CodeBadRequest)
 		anon.get(path+"?api_key="+c.auth[1]).mustError(t, http.StatusBadRequest, resourceapi.CodeBadRequest)
 
 		// OPTIONS needs no credential and shows no data.
@@ -132,7 +143,7 @@ func TestChangesTakeEffectAtOnce(t *testing.T) {
 		basic := c.anonymous().as("")
 		basic.auth = []string{"Authorization", basicAuth("ann@example.com", "correct horse battery")}
 		jwt := c.anonymous()
-		jwt.auth = []string{"Authorization", bearer(t, id, time.Now().Add(10*time.Minute))}
+		jwt.auth = []string{"Authorization", bearer(t, c, id, time.Now().Add(10*time.Minute))}
 
 		for _, who := range []*client{ann, basic, jwt} {
 			who.post("/api/users", `{"name":"X","email":"x@example.com"}`).mustError(t, http.StatusForbidden, resourceapi.CodeForbidden)
@@ -151,26 +162,37 @@ func TestChangesTakeEffectAtOnce(t *testing.T) {
 		c.do("PATCH", item, `{"roles":["user"]}`).mustStatus(t, http.StatusOK)
 		jwt.do("DELETE", "/api/users/4", "").mustError(t, http.StatusForbidden, resourceapi.CodeForbidden)
 
-		// A password change forgets the remembered Basic credential.
+		// A password change forgets the remembered Basic credential, and
+		// ends the access tokens issued before it.
 		basic.get(item).mustStatus(t, http.StatusOK)
-		ann.do("PATCH", item, `{"password":"a new passphrase"}`).mustStatus(t, http.StatusOK)
+		jwt.get(item).mustStatus(t, http.StatusOK)
+		ann.do("PATCH", item, `{"password":"a new passphrase","current_password":"correct horse battery"}`).mustStatus(t, http.StatusOK)
 		basic.get(item).mustError(t, http.StatusForbidden, resourceapi.CodeInvalidToken)
+		jwt.get(item).mustError(t, http.StatusForbidden, resourceapi.CodeInvalidToken)
 		basic.auth[1] = basicAuth("ann@example.com", "a new passphrase")
 		basic.get(item).mustStatus(t, http.StatusOK)
+		jwt.auth[1] = bearer(t, c, id, time.Now().Add(10*time.Minute))
+		jwt.get(item).mustStatus(t, http.StatusOK)
 
 		// So does an email change: the old email no longer signs in.
-		ann.do("PATCH", item, `{"email":"ann.b@example.com"}`).mustStatus(t, http.StatusOK)
+		ann.do("PATCH", item, `{"email":"ann.b@example.com","current_password":"a new passphrase"}`).mustStatus(t, http.StatusOK)
 		basic.get(item).mustError(t, http.StatusForbidden, resourceapi.CodeInvalidToken)
+		jwt.get(item).mustError(t, http.StatusForbidden, resourceapi.CodeInvalidToken)
 		basic.auth[1] = basicAuth("ANN.B@example.com", "a new passphrase")
 		basic.get(item).mustStatus(t, http.StatusOK)
+		jwt.auth[1] = bearer(t, c, id, time.Now().Add(10*time.Minute))
 
-		// A soft-deleted user authenticates by no scheme.
+		// A soft-deleted user authenticates by no scheme; restored, by
+		// their password and keys, not by a token issued before.
 		c.do("PATCH", item, `{"deleted":true}`).mustStatus(t, http.StatusOK)
 		for _, who := range []*client{ann, basic, jwt} {
 			who.get(item).mustError(t, http.StatusForbidden, resourceapi.CodeInvalidToken)
 		}
 		c.do("PATCH", item, `{"deleted":false}`).mustStatus(t, http.StatusOK)
 		ann.get(item).mustStatus(t, http.StatusOK)
+		basic.get(item).mustStatus(t, http.StatusOK)
+		jwt.get(item).mustError(t, http.StatusForbidden, resourceapi.CodeInvalidToken)
+		jwt.auth[1] = bearer(t, c, id, time.Now().Add(10*time.Minute))
 
 		// A revoked key is refused at once.
 		keys, _ := ann.get("/api/api-keys").list(t)

@@ -94,7 +94,9 @@ func testConfig(tb testing.TB, store resourceapi.Store) rhttp.Config {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return rhttp.Config{Service: resourceapi.NewService(store, testHasher()), Auth: auth, Logger: testLogger(tb)}
+	svc := resourceapi.NewService(store, testHasher())
+	svc.SetAuthenticator(auth)
+	return rhttp.Config{Service: svc, Auth: auth, Logger: testLogger(tb)}
 }
 
 // adminEmail is the test servers' admin, whose API key clients send unless

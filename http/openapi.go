@@ -143,6 +143,10 @@ func (g *docGen) document(rs []route) *oaDocument {
 	}
 	for _, rt := range rs {
 		switch rt.kind {
+		case kindSessions:
+			if rt.prefix == apiPrefixes[0] {
+				g.sessionsRoute(&doc.Paths, rt)
+			}
 		case kindHealthz, kindReadyz:
 			g.probe(&doc.Paths, rt)
 		case kindOpenAPI:
@@ -525,6 +529,11 @@ func fieldSchema(res *resourceapi.Resource, f *resourceapi.Field, request bool) 
 	if f.WriteOnly {
 		notes = append(notes, "Write-only: never shown.")
 	}
+	if c := res.Confirm; c != nil && c.With == f.Name {
+		notes = append(notes, fmt.Sprintf("Never stored: the caller's current password, which a change of their own %s needs "+
+			"(400 VALIDATION_ERROR on this field when it is missing or wrong; wrong ones count as failed sign-ins, then 429). "+
+			"An admin changing another user's record needs none.", strings.Join(c.Fields, " or ")))
+	}
 	if f.Unique {
 		notes = append(notes, "Unique (ignoring case); a value already taken is 409 CONFLICT.")
 	}
@@ -828,8 +837,9 @@ func (g *docGen) resourceRoute(paths *ordered[*oaPathItem], rt route) {
 		item.Head = headOf(get, "head"+single)
 	case kindReplace:
 		put := &oaOperation{OperationID: "replace" + single, Tags: tags,
-			Summary:     fmt.Sprintf("Replace %s %s%s, or create it with this id", article(res.Singular), res.Singular, of),
-			Description: "Replaces the record with the body: 200. When no record has this id, creates one with it: 201 with `Location` (`If-None-Match: *` makes the request create only).\n\n" + access,
+			Summary: fmt.Sprintf("Replace %s %s%s, or create it with this id", article(res.Singular), res.Singular, of),
+			Description: "Replaces the record with the body: 200. When no record has this id, creates one with it: 201 with `Location` (`If-None-Match: *` makes the request create only). " +
+				"An id that a deleted record held is given to a new one only by an admin: anyone else gets 409 `CONFLICT`.\n\n" + access,
 			Parameters:  g.writeParams(),
 			RequestBody: g.requestBody(n.replace, res, exampleBody(res, false))}
 		if nested {
@@ -1461,6 +1471,24 @@ func (g *docGen) probe(paths *ordered[*oaPathItem], rt route) {
 	get.Responses = g.rootErrors(get.Responses, 500)
 	item.Get = get
 	item.Head = headOf(get, "head"+upperFirst(get.OperationID))
+}
+
+// sessionsRoute describes DELETE /users/{id}/sessions.
+func (g *docGen) sessionsRoute(paths *ordered[*oaPathItem], rt route) {
+	item := pathItem(paths, rt.path)
+	item.Parameters = []*oaParam{{Name: "id", In: "path", Required: true,
+		Description: "The user's id: a decimal integer from 1 to 2^53-1 without leading zeros; anything else names nothing (404).",
+		Schema:      idSchema()}, g.param("X-Request-ID"), g.param("Accept")}
+	del := &oaOperation{OperationID: "endUserSessions", Tags: []string{resourceapi.Users.Path},
+		Summary: "End every session of a user",
+		Description: "Signs the user out everywhere, on every instance, at once: every refresh token of every client, " +
+			"every authorization code not yet exchanged and every access token issued to the user stop working " +
+			"(the user's security stamp is renewed). API keys are not sessions and keep working; delete them one by one. " +
+			"The user themself or an admin may (anyone else: 403); an unknown user is 404. Responds 204, no body.\n\n" +
+			"A change of the user's password or email, and a soft delete, end the sessions the same way."}
+	del.Responses.set("204", &oaResponse{Description: "Every session ended.", Headers: g.headers(true, false)})
+	g.errors(del, 401, 403, 404, 406, 429, 500)
+	item.Delete = del
 }
 
 // openAPIRoute describes this document's own route. It is under /api, so

@@ -19,6 +19,17 @@ import (
 // -Remaining, -Reset); a request over it gets 429 RATE_LIMITED with
 // Retry-After and goes no further.
 //
+// A password costs more to verify than anything else a request does, so
+// the address pays before any is verified, whoever the credential turns
+// out to be: the request carries its address's budget in its context
+// (resourceapi.WithClientBudget), from which the Authenticator takes one
+// request before it verifies a password (HTTP Basic on /api and /graphql,
+// a WebSocket upgrade's or its connection_init's, the OAuth password grant
+// and sign-in page), and refuses without verifying once it is spent. That
+// one request is also the request's own count when its credential is not
+// valid; a valid one is counted against its user, whose budget the headers
+// then report.
+//
 // When the limiter cannot decide (its backend is down and it has no
 // fallback), the request is served without the headers and the failure is
 // logged: an outage of the limiter must not become an outage of the API.
@@ -32,16 +43,24 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		var key string
+		var budget *resourceapi.ClientBudget
+		if mayVerifyPassword(r, kind) {
+			budget = resourceapi.NewClientBudget(s.limiter, s.clientIP(r).String())
+			r = r.WithContext(resourceapi.WithClientBudget(r.Context(), budget))
+		}
 		if kind != "/oauth" { // /oauth authenticates clients, not callers
 			s.identify(r)
 		}
-		if c := infoFrom(r).caller; c != nil && c.UserID != 0 {
-			key = "user:" + strconv.FormatInt(c.UserID, 10)
-		} else {
-			key = "addr:" + s.clientIP(r).String()
+		var d resourceapi.RateDecision
+		var err error
+		switch c := infoFrom(r).caller; {
+		case c != nil && c.UserID != 0:
+			d, err = s.limiter.AllowN(r.Context(), "user:"+strconv.FormatInt(c.UserID, 10), 1)
+		case budget != nil:
+			d, err = budget.Count(r.Context())
+		default:
+			d, err = s.limiter.AllowN(r.Context(), resourceapi.ClientKey(s.clientIP(r).String()), 1)
 		}
-		d, err := s.limiter.AllowN(r.Context(), key, 1)
 		if err != nil {
 			s.logger.LogAttrs(r.Context(), slog.LevelWarn, "rate limiter failed; request served unlimited",
 				slog.String("request_id", infoFrom(r).id), slog.String("err", err.Error()))
@@ -59,6 +78,32 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// mayVerifyPassword reports whether serving r may verify a password, so
+// that it must carry its address's budget: HTTP Basic; a WebSocket upgrade,
+// whose connection_init may carry Basic; the OAuth endpoints (the password
+// grant, the sign-in page); and REST writes, where a user changing their own
+// password or email confirms it with their current one. Other requests (a
+// read, or a GraphQL request, with an API key or a bearer token) verify
+// none, and skip the cost of a context of their own.
+func mayVerifyPassword(r *http.Request, kind string) bool {
+	if kind == "/oauth" || r.Header.Get("Upgrade") != "" {
+		return true
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	default:
+		if kind == "/api" {
+			return true
+		}
+	}
+	for _, v := range r.Header["Authorization"] {
+		if scheme, _, _ := strings.Cut(strings.TrimSpace(v), " "); strings.EqualFold(scheme, "Basic") {
+			return true
+		}
+	}
+	return false
 }
 
 // ceilUnix returns the reset time in whole seconds, rounded up so that a

@@ -320,3 +320,19 @@ func writeCacheable(w http.ResponseWriter, r *http.Request, body []byte, tag str
 	}
 	writeJSON(w, http.StatusOK, body)
 }
+
+// endSessions ends every session of the user in the path (DELETE
+// /api/users/{id}/sessions): 204, or what Service.EndSessions refuses.
+func (s *Server) endSessions() http.Handler {
+	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		id, ok := parseID(r.PathValue("id"))
+		if !ok {
+			return resourceapi.NotFound(resourceapi.Users)
+		}
+		if err := s.service.EndSessions(r.Context(), caller(r), id); err != nil {
+			return err
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	})
+}

@@ -188,6 +188,10 @@ func mustShow(t *testing.T, what string, res *resourceapi.Resource, rec map[stri
 		if f == nil || f.WriteOnly {
 			continue
 		}
+		if tm, ok := v.(time.Time); ok {
+			// Timestamps are shown in UTC to the millisecond.
+			v = tm.UTC().Format("2006-01-02T15:04:05.000Z")
+		}
 		if f.Type != resourceapi.TypeItems {
 			if a, b := jsonText(t, rec[name]), jsonText(t, v); a != b {
 				t.Errorf("%s %s: %s = %s, want %s as sent", what, res.Singular, name, a, b)

@@ -2,6 +2,7 @@ package http
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/resourceapi/resourceapi"
 )
@@ -42,6 +43,15 @@ func (s *Server) routesOf(resources []*resourceapi.Resource) []route {
 		rs = append(rs,
 			route{path: "/graphql", kind: kindGraphQL, handler: s.withIdentity(s.graphql)},
 			route{path: "/graphql/", kind: kindGraphQL, handler: s.withIdentity(s.graphql)})
+	}
+	if slices.Contains(resources, resourceapi.Users) {
+		// Ending a user's sessions (every refresh token and access token
+		// issued to them) is an operation on the user, not a resource of
+		// its own.
+		for _, prefix := range apiPrefixes {
+			rs = append(rs, route{method: "DELETE", prefix: prefix, path: "/users/{id}/sessions", kind: kindSessions,
+				handler: s.api(s.endSessions())})
+		}
 	}
 	for _, res := range resources {
 		h := s.resource(res)
@@ -106,6 +116,7 @@ const (
 	kindDocsFile
 	kindOAuth
 	kindGraphQL
+	kindSessions
 )
 
 // mux registers the routes on a ServeMux, behind routeErrors.

@@ -31,17 +31,17 @@ func TestInvalidUTF8(t *testing.T) {
 			for _, p := range params {
 				for _, query := range []string{p + "=%ff", p + "=ab%c3", p + "=%ed%a0%80"} {
 					r := lc.get(base + "?" + query)
-					mustDetail(t, "GET "+base+"?"+query, r, p)
+					mustUTF8Detail(t, "GET "+base+"?"+query, r, p)
 				}
 			}
 			r := lc.get(base + "?x%ff=1&limit=5")
-			mustDetail(t, "GET "+base+"?x%ff=1", r, "x\uFFFD")
+			mustUTF8Detail(t, "GET "+base+"?x%ff=1", r, "x\uFFFD")
 
 			// One record to read with fields=.
 			created := c.post(base, mustJSON(t, m.example(res)))
 			created.mustStatus(t, http.StatusCreated)
 			item := base + "/" + strconv.FormatInt(idOf(t, created.object(t)), 10)
-			mustDetail(t, "GET "+item+"?fields=%ff", lc.get(item+"?fields=%ff"), "fields")
+			mustUTF8Detail(t, "GET "+item+"?fields=%ff", lc.get(item+"?fields=%ff"), "fields")
 
 			for _, f := range res.Fields {
 				if f.ReadOnly || f.Generate != nil || (f.Type != resourceapi.TypeString && f.Type != resourceapi.TypeStrings) {
@@ -56,10 +56,10 @@ func TestInvalidUTF8(t *testing.T) {
 					}
 					raw := strings.Replace(mustJSON(t, body), "@@bad@@", bad, 1)
 					what := "POST " + base + " " + f.Name + "=" + strconv.Quote(bad)
-					mustDetail(t, what, c.post(base, raw), f.Name)
+					mustUTF8Detail(t, what, c.post(base, raw), f.Name)
 					what = "PATCH " + item + " " + f.Name + "=" + strconv.Quote(bad)
 					patch := `{"` + f.Name + `":` + strings.Replace(mustJSON(t, body[f.Name]), "@@bad@@", bad, 1) + `}`
-					mustDetail(t, what, c.do("PATCH", item, patch), f.Name)
+					mustUTF8Detail(t, what, c.do("PATCH", item, patch), f.Name)
 				}
 			}
 		}
@@ -73,7 +73,7 @@ func TestInvalidUTF8(t *testing.T) {
 
 // mustDetail checks that r is a 400 VALIDATION_ERROR with a detail for
 // field.
-func mustDetail(t *testing.T, what string, r *reply, field string) {
+func mustUTF8Detail(t *testing.T, what string, r *reply, field string) {
 	t.Helper()
 	if r.StatusCode != http.StatusBadRequest {
 		t.Errorf("%s: status = %d, want 400; body: %s", what, r.StatusCode, r.text(t))

@@ -221,7 +221,7 @@ func (s *Server) authorizePost(w http.ResponseWriter, r *http.Request) {
 	err = s.store.SaveCode(r.Context(), resourceapi.AuthorizationCode{
 		Hash: resourceapi.HashToken(code), ClientID: req.client.ClientID(), UserID: acct.User.ID(),
 		RedirectURI: req.redirectURI, CodeChallenge: req.codeChallenge, Scope: req.scope,
-		ExpiresAt: now.Add(resourceapi.CodeTTL),
+		ExpiresAt: now.Add(resourceapi.CodeTTL), Stamp: acct.Stamp,
 	})
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "oauth: save code", "err", err)

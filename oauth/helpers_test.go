@@ -96,7 +96,8 @@ const ownerPassword = "correct horse battery staple"
 // start is the clock's start: a fixed instant, so failures reproduce.
 var start = time.Date(2026, 11, 21, 5, 7, 37, 0, time.UTC)
 
-func newEnv(t *testing.T, open func(t *testing.T, now resourceapi.Clock) store) *env {
+// newEnv starts a server on a store from open; opts adjust its Config.
+func newEnv(t *testing.T, open func(t *testing.T, now resourceapi.Clock) store, opts ...func(*oauth.Config)) *env {
 	t.Helper()
 	clock := storetest.NewClock(start, 0)
 	st := open(t, clock.Now)
@@ -112,8 +113,12 @@ func newEnv(t *testing.T, open func(t *testing.T, now resourceapi.Clock) store) 
 		t.Fatal(err)
 	}
 	e := &env{clock: clock, store: st, svc: resourceapi.NewService(st, hasher), tokens: tokens, guess: guess}
-	srv := oauth.NewServer(oauth.Config{Store: st, Auth: auth, Tokens: tokens, Now: clock.Now,
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
+	cfg := oauth.Config{Store: st, Auth: auth, Tokens: tokens, Now: clock.Now,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv := oauth.NewServer(cfg)
 	// The service's own HTTP server mounts the authorization server, as in
 	// production; /callback stands in for a client application.
 	api := apihttp.NewServer(apihttp.Config{Service: e.svc, Auth: auth, OAuth: srv.Handler()})

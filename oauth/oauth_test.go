@@ -16,6 +16,7 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/resourceapi/resourceapi"
+	"github.com/resourceapi/resourceapi/oauth"
 	"github.com/resourceapi/resourceapi/postgres/pgtest"
 )
 
@@ -36,6 +37,7 @@ func TestServer(t *testing.T) {
 		{"ClientCredentials", testClientCredentials},
 		{"Refresh", testRefresh},
 		{"RefreshReuse", testRefreshReuse},
+		{"RefreshReuseThiefFirst", testRefreshReuseThiefFirst},
 		{"RefreshConcurrent", testRefreshConcurrent},
 		{"RefreshOtherClientOrUser", testRefreshOtherClientOrUser},
 		{"AuthorizationCode", testAuthorizationCode},
@@ -45,6 +47,7 @@ func TestServer(t *testing.T) {
 		{"RedirectURIMismatch", testRedirectURIMismatch},
 		{"CodeReuse", testCodeReuse},
 		{"CodeExpiry", testCodeExpiry},
+		{"SessionsEnded", testSessionsEnded},
 		{"AuthorizePage", testAuthorizePage},
 		{"CSRF", testCSRF},
 		{"Deny", testDeny},
@@ -454,61 +457,121 @@ func testRefresh(t *testing.T, e *env) {
 	}
 }
 
-// testRefreshReuse: a second use within the grace period is refused and
-// revokes nothing; after it, a reuse revokes the whole family.
+// testRefreshReuse: without a grace (the default), any second use of a
+// refresh token, even at once, revokes the whole family, the newest token
+// included; other families are untouched.
 func testRefreshReuse(t *testing.T, e *env) {
 	t0 := e.passwordToken(t).RefreshToken
 	t1b, _ := e.mustToken(t, 200, e.refreshForm(e.app, t0))
 	t1 := t1b.RefreshToken
 
-	e.clock.Advance(resourceapi.RefreshReuseGrace - time.Second)
 	b, _ := e.mustToken(t, 400, e.refreshForm(e.app, t0))
 	mustError(t, b, "invalid_grant")
-	t2b, _ := e.mustToken(t, 200, e.refreshForm(e.app, t1))
-	t2 := t2b.RefreshToken
-
-	e.clock.Advance(resourceapi.RefreshReuseGrace + time.Second)
-	b, _ = e.mustToken(t, 400, e.refreshForm(e.app, t0))
-	mustError(t, b, "invalid_grant")
 	// The family is revoked: the newest token is dead too.
-	b, _ = e.mustToken(t, 400, e.refreshForm(e.app, t2))
+	b, _ = e.mustToken(t, 400, e.refreshForm(e.app, t1))
 	mustError(t, b, "invalid_grant")
 	// Another family of the same user is untouched.
 	other := e.passwordToken(t).RefreshToken
 	e.mustToken(t, 200, e.refreshForm(e.app, other))
 }
 
-// testRefreshConcurrent: two uses of one token at once, exactly one wins,
-// and the winner's token still works (the loser's race revoked nothing).
+// testRefreshReuseThiefFirst: a thief who copied the client's refresh token
+// rotates it first; when the legitimate client (an x/oauth2 token source)
+// then refreshes with the token it holds, at once, its refresh fails and
+// the thief's tokens are revoked with the family: the thief cannot keep the
+// session the client lost.
+func testRefreshReuseThiefFirst(t *testing.T, e *env) {
+	first := e.passwordToken(t)
+	thief, _ := e.mustToken(t, 200, e.refreshForm(e.app, first.RefreshToken))
+	cfg := e.config(e.app, oauth2.AuthStyleInHeader)
+	held := &oauth2.Token{AccessToken: first.AccessToken, RefreshToken: first.RefreshToken, Expiry: time.Now().Add(-time.Second)}
+	if tok, err := cfg.TokenSource(e.ctx(t), held).Token(); err == nil {
+		t.Fatalf("the client's refresh with a token the thief rotated = %+v, want invalid_grant", tok)
+	} else if re, ok := err.(*oauth2.RetrieveError); !ok || re.ErrorCode != "invalid_grant" {
+		t.Fatalf("the client's refresh: %v, want invalid_grant", err)
+	}
+	held = &oauth2.Token{AccessToken: thief.AccessToken, RefreshToken: thief.RefreshToken, Expiry: time.Now().Add(-time.Second)}
+	if tok, err := cfg.TokenSource(e.ctx(t), held).Token(); err == nil {
+		t.Fatalf("the thief's refresh after the client's reuse = %+v, want invalid_grant", tok)
+	} else if re, ok := err.(*oauth2.RetrieveError); !ok || re.ErrorCode != "invalid_grant" {
+		t.Fatalf("the thief's refresh: %v, want invalid_grant", err)
+	}
+}
+
+// testRefreshConcurrent: two uses of one token at once are a reuse like any
+// other: exactly one wins, and the loser's revokes the family, the
+// winner's new token with it.
 func testRefreshConcurrent(t *testing.T, e *env) {
 	for round := range 3 {
 		rt := e.passwordToken(t).RefreshToken
-		var wg sync.WaitGroup
-		bodies := make([]tokenBody, 2)
-		statuses := make([]int, 2)
-		for i := range 2 {
-			wg.Go(func() {
-				resp := e.post(t, "/oauth/token", e.refreshForm(e.app, rt))
-				defer resp.Body.Close()
-				statuses[i] = resp.StatusCode
-				json.NewDecoder(resp.Body).Decode(&bodies[i])
-			})
-		}
-		wg.Wait()
-		slices.Sort(statuses)
+		bodies, statuses := e.refreshTwice(t, rt)
 		if statuses[0] != 200 || statuses[1] != 400 {
 			t.Fatalf("round %d: statuses = %v, want one 200 and one 400", round, statuses)
 		}
-		winner := bodies[0]
-		if winner.RefreshToken == "" {
-			winner = bodies[1]
-		}
-		loser := bodies[0]
-		if loser.Error == "" {
-			loser = bodies[1]
-		}
+		winner, loser := bodies[0], bodies[1]
 		mustError(t, loser, "invalid_grant")
-		e.mustToken(t, 200, e.refreshForm(e.app, winner.RefreshToken))
+		b, _ := e.mustToken(t, 400, e.refreshForm(e.app, winner.RefreshToken))
+		mustError(t, b, "invalid_grant")
+	}
+}
+
+// refreshTwice sends two refreshes of rt at once and returns their bodies
+// and statuses, the success (if any) first.
+func (e *env) refreshTwice(t *testing.T, rt string) ([]tokenBody, []int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	bodies := make([]tokenBody, 2)
+	statuses := make([]int, 2)
+	for i := range 2 {
+		wg.Go(func() {
+			resp := e.post(t, "/oauth/token", e.refreshForm(e.app, rt))
+			defer resp.Body.Close()
+			statuses[i] = resp.StatusCode
+			json.NewDecoder(resp.Body).Decode(&bodies[i])
+		})
+	}
+	wg.Wait()
+	if statuses[0] > statuses[1] {
+		bodies[0], bodies[1] = bodies[1], bodies[0]
+		statuses[0], statuses[1] = statuses[1], statuses[0]
+	}
+	return bodies, statuses
+}
+
+// TestRefreshReuseGrace: with RefreshReuseGrace set, a second use within it
+// is taken for the client's own race: refused, nothing revoked, so the
+// winner's token of two concurrent refreshes keeps working. A reuse after
+// it revokes the family.
+func TestRefreshReuseGrace(t *testing.T) {
+	const grace = 10 * time.Second
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			if b.name == "PostgreSQL" {
+				pgtest.URL(t)
+			}
+			e := newEnv(t, b.open, func(cfg *oauth.Config) { cfg.RefreshReuseGrace = grace })
+			t0 := e.passwordToken(t).RefreshToken
+			t1b, _ := e.mustToken(t, 200, e.refreshForm(e.app, t0))
+			t1 := t1b.RefreshToken
+
+			e.clock.Advance(grace - time.Second)
+			b, _ := e.mustToken(t, 400, e.refreshForm(e.app, t0))
+			mustError(t, b, "invalid_grant")
+			t2b, _ := e.mustToken(t, 200, e.refreshForm(e.app, t1))
+			t2 := t2b.RefreshToken
+
+			e.clock.Advance(grace + time.Second)
+			b, _ = e.mustToken(t, 400, e.refreshForm(e.app, t0))
+			mustError(t, b, "invalid_grant")
+			b, _ = e.mustToken(t, 400, e.refreshForm(e.app, t2))
+			mustError(t, b, "invalid_grant")
+
+			bodies, statuses := e.refreshTwice(t, e.passwordToken(t).RefreshToken)
+			if statuses[0] != 200 || statuses[1] != 400 {
+				t.Fatalf("statuses = %v, want one 200 and one 400", statuses)
+			}
+			e.mustToken(t, 200, e.refreshForm(e.app, bodies[0].RefreshToken))
+		})
 	}
 }
 
@@ -520,7 +583,7 @@ func testRefreshOtherClientOrUser(t *testing.T, e *env) {
 	thief := e.mustClient(t, resourceapi.Record{"name": "Thief", "grants": []string{resourceapi.GrantRefreshToken}})
 	b, _ := e.mustToken(t, 400, e.refreshForm(thief, rt))
 	mustError(t, b, "invalid_grant")
-	e.clock.Advance(resourceapi.RefreshReuseGrace)
+	e.clock.Advance(time.Minute)
 	b, _ = e.mustToken(t, 400, e.refreshForm(e.app, rt))
 	mustError(t, b, "invalid_grant")
 
@@ -775,6 +838,38 @@ func testCodeReuse(t *testing.T, e *env) {
 	spa := e.config(e.spa, oauth2.AuthStyleInParams)
 	_, err = spa.Exchange(e.ctx(t), q.Get("code"), oauth2.VerifierOption(verifier))
 	mustRetrieveError(t, err, 400, "invalid_grant")
+}
+
+// testSessionsEnded: when the user's sessions end (their security stamp is
+// renewed, as by a password change), a code issued before is not
+// exchanged, a refresh token issued before is not rotated, and an access
+// token issued before is refused by the API; a new sign-in works.
+func testSessionsEnded(t *testing.T, e *env) {
+	cfg := e.config(e.web, oauth2.AuthStyleInHeader)
+	verifier := oauth2.GenerateVerifier()
+	code := e.authorize(t, cfg, "s", verifier, "allow").Get("code")
+	before := e.passwordToken(t)
+	e.mustCallAPI(t, before.AccessToken, e.owner.ID())
+	if err := e.svc.EndSessions(t.Context(), resourceapi.SystemCaller(), e.owner.ID()); err != nil {
+		t.Fatal(err)
+	}
+	_, err := cfg.Exchange(e.ctx(t), code, oauth2.VerifierOption(verifier))
+	mustRetrieveError(t, err, 400, "invalid_grant")
+	b, _ := e.mustToken(t, 400, e.refreshForm(e.app, before.RefreshToken))
+	mustError(t, b, "invalid_grant")
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", e.base+"/api/users/"+itoa(e.owner.ID()), nil)
+	req.Header.Set("Authorization", "Bearer "+before.AccessToken)
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("API call with an access token issued before the sessions ended = %d, want 403", resp.StatusCode)
+	}
+	after := e.passwordToken(t)
+	e.mustCallAPI(t, after.AccessToken, e.owner.ID())
+	e.mustToken(t, 200, e.refreshForm(e.app, after.RefreshToken))
 }
 
 func testCodeExpiry(t *testing.T, e *env) {

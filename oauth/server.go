@@ -90,6 +90,14 @@ type Config struct {
 	// password guesses; nil uses the connection's remote address. The HTTP
 	// server passes its own, which knows the trusted proxies.
 	ClientIP func(*http.Request) string
+	// RefreshReuseGrace is how long after a refresh token's rotation a
+	// second use of it is refused without revoking its family (taken for a
+	// client that sent two refreshes at once), at most
+	// resourceapi.MaxRefreshReuseGrace. The default, 0, revokes the family,
+	// the newest token included, on any reuse, as RFC 9700 section 4.14.2
+	// asks: if a thief rotated first, the legitimate client's reuse ends
+	// the thief's tokens too.
+	RefreshReuseGrace time.Duration
 }
 
 // Server is the authorization server. It is safe for concurrent use.
@@ -103,13 +111,16 @@ type Server struct {
 	csrfKey  []byte
 	clientIP func(*http.Request) string
 	pages    *template.Template
+	// reuseGrace is Config.RefreshReuseGrace, within its bounds.
+	reuseGrace time.Duration
 }
 
 // NewServer returns a Server for cfg.
 func NewServer(cfg Config) *Server {
 	s := &Server{store: cfg.Store, auth: cfg.Auth, tokens: cfg.Tokens,
 		issuer: strings.TrimSuffix(cfg.Issuer, "/"), now: cfg.Now, log: cfg.Logger,
-		csrfKey: cfg.CSRFKey, clientIP: cfg.ClientIP, pages: pages}
+		csrfKey: cfg.CSRFKey, clientIP: cfg.ClientIP, pages: pages,
+		reuseGrace: min(max(cfg.RefreshReuseGrace, 0), resourceapi.MaxRefreshReuseGrace)}
 	if s.now == nil {
 		s.now = time.Now
 	}

@@ -177,6 +177,11 @@ func (s *Server) codeGrant(ctx context.Context, form url.Values, client resource
 	if e != nil {
 		return tokenResponse{}, e
 	}
+	if acct.Stamp != c.Stamp {
+		// The user's password or email changed, or their sessions were
+		// ended, since they signed in for this code.
+		return tokenResponse{}, invalid
+	}
 	// The tokens of a code form the family named by the code's hash, so a
 	// reuse of the code revokes them (see resourceapi.OAuthStore).
 	return s.issue(ctx, acct, client, c.Scope, hash, now)
@@ -202,7 +207,7 @@ func (s *Server) refreshGrant(ctx context.Context, form url.Values, client resou
 	oldHash := resourceapi.HashToken(old)
 	plain := refreshTokenPrefix + rand.Text()
 	next := resourceapi.RefreshToken{Hash: resourceapi.HashToken(plain), ExpiresAt: now.Add(resourceapi.RefreshTokenTTL)}
-	prev, err := s.store.RotateRefreshToken(ctx, oldHash, next, now)
+	prev, err := s.store.RotateRefreshToken(ctx, oldHash, next, now, s.reuseGrace)
 	switch resourceapi.ErrorCode(err) {
 	case "":
 	case resourceapi.CodeNotFound:
@@ -228,6 +233,11 @@ func (s *Server) refreshGrant(ctx context.Context, form url.Values, client resou
 			s.revokeFamily(ctx, oldHash, prev.ClientID, now)
 		}
 		return tokenResponse{}, e
+	}
+	if acct.Stamp != prev.Stamp {
+		// The stamp changed between the rotation and now: the family ended
+		// with it.
+		return tokenResponse{}, invalid
 	}
 	resp, e := s.accessToken(ctx, acct, prev.Scope, now)
 	if e != nil {
@@ -270,12 +280,14 @@ func (s *Server) issue(ctx context.Context, acct resourceapi.Account, client res
 		family = hash
 	}
 	err := s.store.SaveRefreshToken(ctx, resourceapi.RefreshToken{Hash: hash, Family: family,
-		ClientID: client.ClientID(), UserID: acct.User.ID(), Scope: scope, ExpiresAt: now.Add(resourceapi.RefreshTokenTTL)})
+		ClientID: client.ClientID(), UserID: acct.User.ID(), Scope: scope, ExpiresAt: now.Add(resourceapi.RefreshTokenTTL),
+		Stamp: acct.Stamp})
 	switch resourceapi.ErrorCode(err) {
 	case "":
 	case resourceapi.CodeConflict:
-		// The code was reused while this exchange was under way.
-		return tokenResponse{}, badRequest(errInvalidGrant, "The authorization code is invalid, expired or already used")
+		// The code was reused while this exchange was under way, or the
+		// user's security stamp changed since the sign-in.
+		return tokenResponse{}, badRequest(errInvalidGrant, "The grant is invalid, expired or revoked; sign in again")
 	default:
 		return tokenResponse{}, s.fail(ctx, "save refresh token", err)
 	}
@@ -283,11 +295,12 @@ func (s *Server) issue(ctx context.Context, acct resourceapi.Account, client res
 	return resp, nil
 }
 
-// accessToken signs an access token for acct: claims sub, name, iat, exp.
+// accessToken signs an access token for acct: claims sub, name, iat, exp,
+// and the user's security stamp, which ends the token when it changes.
 func (s *Server) accessToken(ctx context.Context, acct resourceapi.Account, scope string, now time.Time) (tokenResponse, *oauthError) {
 	name, _ := acct.User["name"].(string)
 	tok, err := s.tokens.Issue(resourceapi.Claims{Subject: strconv.FormatInt(acct.User.ID(), 10), Name: name,
-		IssuedAt: now, ExpiresAt: now.Add(resourceapi.AccessTokenTTL)})
+		IssuedAt: now, ExpiresAt: now.Add(resourceapi.AccessTokenTTL), Stamp: acct.Stamp})
 	if err != nil {
 		return tokenResponse{}, s.fail(ctx, "issue access token", err)
 	}
@@ -297,9 +310,10 @@ func (s *Server) accessToken(ctx context.Context, acct resourceapi.Account, scop
 
 // revoke is the revocation endpoint (RFC 7009). Revoking a refresh token
 // revokes its family. Any other token, unknown or an access token, is
-// answered 200 as the RFC asks (section 2.2): access tokens are stateless
-// JWTs and stay valid until they expire, at most resourceapi.AccessTokenTTL.
-// token_type_hint is accepted and not needed.
+// answered 200 as the RFC asks (section 2.2): an access token is a stateless
+// JWT, valid until it expires (at most resourceapi.AccessTokenTTL) or its
+// user's security stamp changes (DELETE /api/users/{id}/sessions ends them
+// all). token_type_hint is accepted and not needed.
 func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 	form, e := readForm(w, r)
 	if e == nil {

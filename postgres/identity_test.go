@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/resourceapi/resourceapi"
 	"github.com/resourceapi/resourceapi/argon2id"
@@ -79,6 +80,14 @@ func TestIdentityVersion(t *testing.T) {
 			return err
 		})
 	}
+	step("end the user's sessions", true, func() error {
+		return svc.EndSessions(ctx, sys, user.ID())
+	})
+	step("set a key's expiry", true, func() error {
+		_, err := svc.Update(ctx, sys, resourceapi.APIKeys, resourceapi.Item{ID: key.ID()},
+			resourceapi.Record{"expires_at": time.Now().Add(time.Hour)}, nil)
+		return err
+	})
 	step("rename a key", false, func() error {
 		_, err := svc.Update(ctx, sys, resourceapi.APIKeys, resourceapi.Item{ID: key.ID()}, resourceapi.Record{"name": "laptop"}, nil)
 		return err

@@ -208,6 +208,11 @@ func (schema) Counts(t *sqlstore.SchemaTable) string {
 		"    FOR EACH ROW WHEN (OLD." + del + " IS DISTINCT FROM NEW." + del + ") EXECUTE FUNCTION " + name + "_count();\n\n"
 }
 
+// Retire records deleted ids in retired_ids through retire_id (00008).
+func (schema) Retire(t *sqlstore.SchemaTable) string {
+	return "CREATE TRIGGER " + t.Name + "_retire AFTER DELETE ON " + t.Name + " FOR EACH ROW EXECUTE FUNCTION retire_id();\n\n"
+}
+
 // Search is one trigram GIN index over the searchable columns, which serves
 // the store's ILIKE '%...%'.
 func (schema) Search(t *sqlstore.SchemaTable, old []string, _ bool) string {

@@ -204,6 +204,13 @@ func (schema) Counts(t *sqlstore.SchemaTable) string {
 			"        ON CONFLICT (resource, deleted) DO UPDATE SET n = n + 1;\nEND;\n")
 }
 
+// Retire records deleted ids in retired_ids, as 00008 does for the
+// resources it knew.
+func (schema) Retire(t *sqlstore.SchemaTable) string {
+	return trigger("CREATE TRIGGER " + t.Name + "_retire AFTER DELETE ON " + t.Name + " BEGIN\n" +
+		"    INSERT INTO retired_ids (resource, id) VALUES (" + sqlstore.QuoteString(t.Resource) + ", old.id) ON CONFLICT DO NOTHING;\nEND;\n")
+}
+
 // Search keeps the index as the migrations written by hand do: a
 // contentless trigram FTS5 table, <table>_fts, and triggers that only note
 // the ids that changed in <table>_fts_pending, from which the writer brings

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/resourceapi/resourceapi"
 )
@@ -30,7 +31,7 @@ var _ resourceapi.IdentityStore = (*Store)(nil)
 // AccountByID implements resourceapi.IdentityStore.
 func (s *Store) AccountByID(ctx context.Context, id int64) (resourceapi.Account, error) {
 	return s.cachedAccount(ctx, "\x00account id "+strconv.FormatInt(id, 10), func() (resourceapi.Account, error) {
-		return s.account(ctx, "u.id = "+s.dialect.Placeholder(1), "", id)
+		return s.account(ctx, "u.id = "+s.dialect.Placeholder(1), false, id)
 	})
 }
 
@@ -40,8 +41,17 @@ func (s *Store) AccountByID(ctx context.Context, id int64) (resourceapi.Account,
 func (s *Store) AccountByEmail(ctx context.Context, email string) (resourceapi.Account, error) {
 	key := resourceapi.UniqueKey(strings.TrimSpace(email))
 	return s.cachedAccount(ctx, "\x00account email "+key, func() (resourceapi.Account, error) {
-		return s.account(ctx, "u.email_key = "+s.dialect.Placeholder(1), "", key)
+		return s.account(ctx, "u.email_key = "+s.dialect.Placeholder(1), false, key)
 	})
+}
+
+// keyUser is what the record cache keeps of an API key: whose it is, and
+// until when it works. The expiry is checked by the Authenticator on every
+// request against its clock, so a cached key expires on time; a change of
+// the key (its expiry too) is a write of api_keys, which drops the entry.
+type keyUser struct {
+	user    int64
+	expires time.Time
 }
 
 // AccountByAPIKey implements resourceapi.IdentityStore.
@@ -51,17 +61,20 @@ func (s *Store) AccountByAPIKey(ctx context.Context, keyHash string) (resourceap
 	}
 	if s.accounts != nil {
 		return s.accounts.account(ctx, "key "+keyHash, func() (resourceapi.Account, error) {
-			return s.account(ctx, "k.key_hash = "+s.dialect.Placeholder(1), " JOIN api_keys k ON k.user_id = u.id", keyHash)
+			return s.account(ctx, "k.key_hash = "+s.dialect.Placeholder(1), true, keyHash)
 		})
 	}
 	key := "\x00key user " + keyHash
 	v, ok, fill := s.cache.value(resourceapi.APIKeys, key)
 	if ok {
-		return s.AccountByID(ctx, v.(int64))
+		ku := v.(keyUser)
+		acct, err := s.AccountByID(ctx, ku.user)
+		acct.ExpiresAt = ku.expires
+		return acct, err
 	}
-	acct, err := s.account(ctx, "k.key_hash = "+s.dialect.Placeholder(1), " JOIN api_keys k ON k.user_id = u.id", keyHash)
+	acct, err := s.account(ctx, "k.key_hash = "+s.dialect.Placeholder(1), true, keyHash)
 	if err == nil {
-		s.cache.storeValue(resourceapi.APIKeys, key, fill, acct.User.ID(), 8)
+		s.cache.storeValue(resourceapi.APIKeys, key, fill, keyUser{acct.User.ID(), acct.ExpiresAt}, 32)
 	}
 	return acct, err
 }
@@ -87,9 +100,12 @@ func (s *Store) cachedAccount(ctx context.Context, key string, read func() (reso
 	return acct, err
 }
 
-// account reads the one user matching where (over users u, and the joins in
-// from).
-func (s *Store) account(ctx context.Context, where, from string, arg any) (resourceapi.Account, error) {
+// account reads the one user matching where (over users u, and, with
+// byKey, the API key k that belongs to them, whose expiry it reads too).
+// Besides the user's visible fields it reads what only authentication
+// sees: the password hash and the security stamp (columns of declared
+// write-only fields), and the effective permissions.
+func (s *Store) account(ctx context.Context, where string, byKey bool, arg any) (resourceapi.Account, error) {
 	if err := ctx.Err(); err != nil {
 		return resourceapi.Account{}, err
 	}
@@ -98,17 +114,29 @@ func (s *Store) account(ctx context.Context, where, from string, arg any) (resou
 	for i, f := range cols.fields {
 		list[i] = "u." + column(f)
 	}
-	query := "SELECT " + join(list) + ", u.password_hash, " + s.dialect.Permissions("u")
+	query := "SELECT " + join(list) + ", u.password_hash, u.security_stamp, " + s.dialect.Permissions("u")
+	if byKey {
+		query += ", k.expires_at"
+	}
 	if s.accounts != nil {
 		query += ", " + s.dialect.IdentityVersion()
 	}
-	query += " FROM users u" + from + " WHERE " + where
+	query += " FROM users u"
+	if byKey {
+		query += " JOIN api_keys k ON k.user_id = u.id"
+	}
+	query += " WHERE " + where
 	var acct resourceapi.Account
 	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
 		var hash sql.NullString
+		var stamp string
 		var perms []byte
 		var version int64
-		extra := []any{&hash, &perms}
+		expires := value{f: timeField}
+		extra := []any{&hash, &stamp, &perms}
+		if byKey {
+			extra = append(extra, &expires)
+		}
 		if s.accounts != nil {
 			extra = append(extra, &version)
 		}
@@ -127,7 +155,10 @@ func (s *Store) account(ctx context.Context, where, from string, arg any) (resou
 			granted[i] = resourceapi.Permission(p)
 		}
 		acct = resourceapi.NewAccount(rec, hash.String, granted)
-		acct.Version = version
+		acct.Stamp, acct.Version = stamp, version
+		if t, ok := expires.v.(time.Time); ok {
+			acct.ExpiresAt = t
+		}
 		return nil
 	})
 	if errors.Is(err, sql.ErrNoRows) {

@@ -60,6 +60,10 @@ type SchemaDialect interface {
 	// Counts creates the triggers that keep t's records counted in
 	// row_counts, by soft-delete state.
 	Counts(t *SchemaTable) string
+	// Retire creates the trigger that records the ids of t's deleted
+	// records in retired_ids (cascades included), so that a PUT never
+	// gives one to a new record unless an admin asks.
+	Retire(t *SchemaTable) string
 	// Search makes t's search index cover t.Search, where it covered old
 	// (nil when t had none, or is new); existing says t may hold records,
 	// which the index must then be given.
@@ -279,7 +283,7 @@ func (g *generator) create(r *SnapshotResource) {
 			identity = g.d.Identity(t, nil)
 			parts = append(parts, "what moves the identity version")
 		}
-		g.section(r.Name, r.Name+", a new resource: "+strings.Join(parts, "; ")+".", table, indexes, g.d.Counts(t), search, contains, identity)
+		g.section(r.Name, r.Name+", a new resource: "+strings.Join(parts, "; ")+".", table, indexes, g.d.Counts(t)+g.d.Retire(t), search, contains, identity)
 	}
 	g.grants(r, nil)
 }

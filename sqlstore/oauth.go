@@ -82,9 +82,9 @@ func (s *Store) SaveCode(ctx context.Context, c resourceapi.AuthorizationCode) e
 			return err
 		}
 		q := s.newQuery()
-		q.WriteString("INSERT INTO oauth_codes (hash, client_id, user_id, redirect_uri, code_challenge, scope, expires_at) VALUES (" +
+		q.WriteString("INSERT INTO oauth_codes (hash, client_id, user_id, redirect_uri, code_challenge, scope, expires_at, stamp) VALUES (" +
 			join([]string{q.Arg(c.Hash), q.Arg(c.ClientID), q.Arg(c.UserID), q.Arg(c.RedirectURI),
-				q.Arg(c.CodeChallenge), q.Arg(c.Scope), q.Arg(c.ExpiresAt)}) + ")")
+				q.Arg(c.CodeChallenge), q.Arg(c.Scope), q.Arg(c.ExpiresAt), q.Arg(c.Stamp)}) + ")")
 		_, err := tx.ExecContext(ctx, q.String(), q.args...)
 		return err
 	})
@@ -105,10 +105,10 @@ func (s *Store) ConsumeCode(ctx context.Context, hash string, now time.Time) (re
 		q := s.newQuery()
 		q.WriteString("UPDATE oauth_codes SET used_at = " + q.Arg(now) +
 			" WHERE hash = " + q.Arg(hash) + " AND used_at IS NULL AND expires_at > " + q.Arg(now) +
-			" RETURNING hash, client_id, user_id, redirect_uri, code_challenge, scope, expires_at")
+			" RETURNING hash, client_id, user_id, redirect_uri, code_challenge, scope, expires_at, stamp")
 		exp := value{f: timeField}
 		err := tx.QueryRowContext(ctx, q.String(), q.args...).Scan(&code.Hash, &code.ClientID, &code.UserID,
-			&code.RedirectURI, &code.CodeChallenge, &code.Scope, &exp)
+			&code.RedirectURI, &code.CodeChallenge, &code.Scope, &exp, &code.Stamp)
 		if err == nil {
 			code.ExpiresAt = exp.v.(time.Time)
 			return nil
@@ -172,7 +172,7 @@ func (s *Store) SaveRefreshToken(ctx context.Context, t resourceapi.RefreshToken
 		if err := s.purge(ctx, tx, "oauth_refresh_tokens", "hash"); err != nil {
 			return err
 		}
-		if err := s.joinFamily(ctx, tx, t); err != nil {
+		if _, err := s.joinFamily(ctx, tx, t); err != nil {
 			return err
 		}
 		return s.insertRefreshToken(ctx, tx, t)
@@ -186,23 +186,31 @@ func (s *Store) SaveRefreshToken(ctx context.Context, t resourceapi.RefreshToken
 	return nil
 }
 
-// joinFamily creates t's family or extends its expiry to t's, and fails with
-// errFamilyRevoked when the family is revoked. The upsert locks the family's
-// row until the transaction ends, which orders it against any revocation.
-func (s *Store) joinFamily(ctx context.Context, tx Querier, t resourceapi.RefreshToken) error {
+// joinFamily creates t's family (with t's stamp) or extends its expiry to
+// t's, and returns the family's stamp. It fails with errFamilyRevoked when
+// the family is revoked, or when its stamp is no longer its user's security
+// stamp: the user's password or email changed, or their sessions were
+// ended, since the sign-in that began it. The upsert locks the family's row
+// until the transaction ends, which orders it against any revocation; a
+// stamp that changes after the check is caught by the next rotation, and
+// the access token issued beside this one carries the old stamp, which the
+// Authenticator refuses.
+func (s *Store) joinFamily(ctx context.Context, tx Querier, t resourceapi.RefreshToken) (string, error) {
 	q := s.newQuery()
-	q.WriteString("INSERT INTO oauth_refresh_families (family, client_id, user_id, expires_at) VALUES (" +
-		join([]string{q.Arg(t.Family), q.Arg(t.ClientID), q.Arg(t.UserID), q.Arg(t.ExpiresAt)}) +
+	q.WriteString("INSERT INTO oauth_refresh_families (family, client_id, user_id, expires_at, stamp) VALUES (" +
+		join([]string{q.Arg(t.Family), q.Arg(t.ClientID), q.Arg(t.UserID), q.Arg(t.ExpiresAt), q.Arg(t.Stamp)}) +
 		") ON CONFLICT (family) DO UPDATE SET expires_at = " + laterExpiry +
-		" RETURNING revoked_at")
+		" RETURNING revoked_at, stamp, (SELECT u.security_stamp FROM users u WHERE u.id = oauth_refresh_families.user_id)")
 	revoked := value{f: timeField}
-	if err := tx.QueryRowContext(ctx, q.String(), q.args...).Scan(&revoked); err != nil {
-		return fmt.Errorf("join family: %w", err)
+	var stamp string
+	var current sql.NullString
+	if err := tx.QueryRowContext(ctx, q.String(), q.args...).Scan(&revoked, &stamp, &current); err != nil {
+		return "", fmt.Errorf("join family: %w", err)
 	}
-	if revoked.v != nil {
-		return errFamilyRevoked
+	if revoked.v != nil || stamp == "" || stamp != current.String {
+		return "", errFamilyRevoked
 	}
-	return nil
+	return stamp, nil
 }
 
 // laterExpiry keeps the later of a family's expiry and its new token's, in
@@ -220,7 +228,7 @@ func (s *Store) insertRefreshToken(ctx context.Context, tx Querier, t resourceap
 }
 
 // RotateRefreshToken implements resourceapi.OAuthStore.
-func (s *Store) RotateRefreshToken(ctx context.Context, old string, next resourceapi.RefreshToken, now time.Time) (resourceapi.RefreshToken, error) {
+func (s *Store) RotateRefreshToken(ctx context.Context, old string, next resourceapi.RefreshToken, now time.Time, grace time.Duration) (resourceapi.RefreshToken, error) {
 	var prev resourceapi.RefreshToken
 	var outcome error
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
@@ -238,10 +246,13 @@ func (s *Store) RotateRefreshToken(ctx context.Context, old string, next resourc
 		if err == nil {
 			prev.ExpiresAt = exp.v.(time.Time)
 			next.Family, next.ClientID, next.UserID, next.Scope = prev.Family, prev.ClientID, prev.UserID, prev.Scope
-			// A revoked family fails here, and the rotation is undone.
-			if err := s.joinFamily(ctx, tx, next); err != nil {
+			// A revoked family, or one of an earlier security stamp,
+			// fails here, and the rotation is undone.
+			stamp, err := s.joinFamily(ctx, tx, next)
+			if err != nil {
 				return err
 			}
+			prev.Stamp = stamp
 			if err := s.insertRefreshToken(ctx, tx, next); err != nil {
 				return err
 			}
@@ -271,11 +282,11 @@ func (s *Store) RotateRefreshToken(ctx context.Context, old string, next resourc
 		if revoked.v != nil || rotated.v == nil {
 			return nil // revoked, or expired unused
 		}
-		if now.Sub(rotated.v.(time.Time)) < resourceapi.RefreshReuseGrace {
-			return nil // the client's own race: refused, nothing revoked
+		if now.Sub(rotated.v.(time.Time)) < grace {
+			return nil // taken for the client's own race: refused, nothing revoked
 		}
-		// Used before, well apart: someone holds a token that was already
-		// exchanged, so the whole family goes.
+		// Used before: someone holds a token that was already exchanged,
+		// and either of the two may be the thief, so the whole family goes.
 		outcome = errTokenReused
 		return s.revokeFamily(ctx, tx, family, clientID, userID, now)
 	})

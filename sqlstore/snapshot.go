@@ -101,6 +101,9 @@ func SnapshotOf(resources []*resourceapi.Resource) *Snapshot {
 		}
 		for i := range res.Fields {
 			f := &res.Fields[i]
+			if f.Transient {
+				continue // never stored
+			}
 			sf := snapshotField(f)
 			sf.NotNull = sf.NotNull || f.Name == "id"
 			sf.Searchable = f.Searchable && !f.WriteOnly
@@ -139,8 +142,9 @@ func snapshotField(f *resourceapi.Field) SnapshotField {
 	if f.Range != nil {
 		sf.Range = &SnapshotRange{f.Range.Min, f.Range.Max}
 	}
-	if f.Default != nil {
-		// A timestamp's default is the time it is taken: a column's DEFAULT
+	if f.Default != nil && !f.Computed {
+		// A computed field's default is the rule layer's (a new security
+		// stamp each time), never a column's. A timestamp's default is the time it is taken: a column's DEFAULT
 		// cannot hold it.
 		if v := f.Default(); v != nil {
 			if _, isTime := v.(time.Time); !isTime {

@@ -572,12 +572,19 @@ func (s *Store) CreateFirst(ctx context.Context, res *resourceapi.Resource, rec 
 func (s *Store) Replace(ctx context.Context, res *resourceapi.Resource, id int64, rec resourceapi.Record, cond resourceapi.Condition) (resourceapi.Record, bool, error) {
 	var out resourceapi.Record
 	var created bool
+	// Read from the caller's context: the writer's may be another.
+	reuse := resourceapi.IDReuseAllowed(ctx)
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		cur, err := s.current(ctx, tx, res, id, rec, cond, true)
 		if err != nil {
 			return err
 		}
 		created = cur == nil
+		if created && !reuse {
+			if err := s.checkFresh(ctx, tx, res, id); err != nil {
+				return err
+			}
+		}
 		op := resourceapi.OpReplace
 		if created {
 			// A PUT that creates the record publishes what a POST would.
@@ -656,6 +663,26 @@ func (s *Store) Delete(ctx context.Context, res *resourceapi.Resource, id int64,
 		return wrap(err, "delete %s %d", res.Singular, id)
 	}
 	return nil
+}
+
+// checkFresh fails with CodeConflict when id was held by a record of res
+// that was deleted: its id is retired (the retired_ids table, which a
+// trigger on each resource's table fills on every delete, cascades
+// included), and only a Replace whose context allows it
+// (resourceapi.WithIDReuse) gives it to a new record.
+func (s *Store) checkFresh(ctx context.Context, tx Querier, res *resourceapi.Resource, id int64) error {
+	var one int
+	err := tx.QueryRowContext(ctx, "SELECT 1 FROM retired_ids WHERE resource = "+s.dialect.Placeholder(1)+
+		" AND id = "+s.dialect.Placeholder(2), res.Name, id).Scan(&one)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("retired ids: %w", err)
+	}
+	return &resourceapi.Error{Code: resourceapi.CodeConflict,
+		Message: fmt.Sprintf("The id %d belonged to a %s that was deleted; it is not given to a new one, except by an admin", id, res.Singular),
+		Details: []resourceapi.FieldError{{Field: "id", Message: "was used by a deleted " + res.Singular}}}
 }
 
 // changed invalidates the cache's entries that ch may make stale. Each write
@@ -874,15 +901,18 @@ func (s *Store) insert(ctx context.Context, tx Querier, res *resourceapi.Resourc
 	values := make(resourceapi.Record, len(res.Fields))
 	for i := range res.Fields {
 		f := &res.Fields[i]
-		if f.ReadOnly && !f.Computed {
+		if f.ReadOnly && !f.Computed || f.Transient {
 			continue
 		}
 		v, ok := rec[f.Name]
 		if !ok {
 			v = f.DefaultValue()
 		}
-		if ic, ok := v.(resourceapi.IfCreated); ok {
-			v = ic.Value
+		switch x := v.(type) {
+		case resourceapi.IfCreated:
+			v = x.Value
+		case resourceapi.IfChanged:
+			v = x.Value // a new record: everything changed
 		}
 		values[f.Name] = v
 		if f.Type == resourceapi.TypeItems {
@@ -1059,11 +1089,17 @@ func (s *Store) update(ctx context.Context, tx Querier, res *resourceapi.Resourc
 	for i := range res.Fields {
 		f := &res.Fields[i]
 		v, ok := change[f.Name]
-		if (f.ReadOnly && !f.Computed) || !ok {
+		if (f.ReadOnly && !f.Computed) || f.Transient || !ok {
 			continue
 		}
-		if _, ok := v.(resourceapi.IfCreated); ok {
+		switch x := v.(type) {
+		case resourceapi.IfCreated:
 			continue // the record exists: keep what is stored
+		case resourceapi.IfChanged:
+			if !res.Changes(cur, change, x.Fields) {
+				continue
+			}
+			v = x.Value
 		}
 		after[f.Name] = v
 		changed[f.Name] = v

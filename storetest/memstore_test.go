@@ -35,13 +35,16 @@ type memStore struct {
 	// context defect: a cache that answers them again without a look at the
 	// context.
 	warm map[string]bool
+	// retired holds the ids deleted records held.
+	retired map[rowKey]bool
 }
 
 var _ resourceapi.Store = (*memStore)(nil)
 
 func newMemStore(now resourceapi.Clock, bugs ...string) *memStore {
 	s := &memStore{tables: make(map[*resourceapi.Resource]map[int64]resourceapi.Record), last: make(map[*resourceapi.Resource]int64),
-		now: now, bugs: make(map[string]bool), warm: make(map[string]bool), cached: make(map[*resourceapi.Resource]map[int64]resourceapi.Record)}
+		now: now, bugs: make(map[string]bool), warm: make(map[string]bool), cached: make(map[*resourceapi.Resource]map[int64]resourceapi.Record),
+		retired: make(map[rowKey]bool)}
 	for _, b := range bugs {
 		s.bugs[b] = true
 	}
@@ -186,12 +189,15 @@ func (s *memStore) insert(res *resourceapi.Resource, id int64, rec resourceapi.R
 	row := make(resourceapi.Record)
 	for i := range res.Fields {
 		f := &res.Fields[i]
-		if f.ReadOnly && !f.Computed {
+		if f.ReadOnly && !f.Computed || f.Transient {
 			continue
 		}
 		if v, ok := rec[f.Name]; ok {
-			if ic, ok := v.(resourceapi.IfCreated); ok {
-				v = ic.Value
+			switch x := v.(type) {
+			case resourceapi.IfCreated:
+				v = x.Value
+			case resourceapi.IfChanged:
+				v = x.Value
 			}
 			row[f.Name] = v
 		} else if f.Type == resourceapi.TypeItems {
@@ -411,6 +417,9 @@ func (s *memStore) Replace(ctx context.Context, res *resourceapi.Resource, id in
 		}
 	}
 	if cur == nil {
+		if s.retired[rowKey{res, id}] && !resourceapi.IDReuseAllowed(ctx) {
+			return nil, false, resourceapi.Errorf(resourceapi.CodeConflict, "The id %d belonged to a deleted %s", id, res.Singular)
+		}
 		out, err := s.insert(res, id, rec)
 		return out, err == nil, err
 	}
@@ -438,10 +447,16 @@ func (s *memStore) Update(ctx context.Context, res *resourceapi.Resource, id int
 func (s *memStore) write(res *resourceapi.Resource, cur, rec resourceapi.Record) (resourceapi.Record, error) {
 	next := maps.Clone(cur)
 	for name, v := range rec {
-		if _, ok := v.(resourceapi.IfCreated); ok {
+		switch x := v.(type) {
+		case resourceapi.IfCreated:
 			continue // the record exists: its owner stays
+		case resourceapi.IfChanged:
+			if !res.Changes(s.show(res, cur), rec, x.Fields) {
+				continue
+			}
+			v = x.Value
 		}
-		if f := res.Field(name); f != nil && (!f.ReadOnly || f.Computed) {
+		if f := res.Field(name); f != nil && (!f.ReadOnly || f.Computed) && !f.Transient {
 			next[name] = v
 		}
 	}
@@ -494,6 +509,9 @@ func (s *memStore) Delete(ctx context.Context, res *resourceapi.Resource, id int
 	}
 	for _, g := range gone {
 		delete(s.table(g.res), g.id)
+		if !s.bugs["ids-come-back"] {
+			s.retired[g] = true
+		}
 	}
 	s.drop(res, id)
 	return nil

@@ -107,12 +107,12 @@ func testOAuth(t *testing.T, open opener) {
 		first := f.token("r1", code.Hash, now)
 		mustSaveToken(t, oa, first)
 		next := f.token("r2", "", now)
-		if _, err := oa.RotateRefreshToken(timeout(t), first.Hash, next, now.Add(time.Minute)); err != nil {
+		if _, err := oa.RotateRefreshToken(timeout(t), first.Hash, next, now.Add(time.Minute), 0); err != nil {
 			t.Fatalf("RotateRefreshToken = %v", err)
 		}
 		_, err := oa.ConsumeCode(timeout(t), code.Hash, now.Add(2*time.Minute))
 		mustCode(t, err, resourceapi.CodeConflict, "reused ConsumeCode")
-		_, err = oa.RotateRefreshToken(timeout(t), next.Hash, f.token("r3", "", now), now.Add(3*time.Minute))
+		_, err = oa.RotateRefreshToken(timeout(t), next.Hash, f.token("r3", "", now), now.Add(3*time.Minute), 0)
 		mustCode(t, err, resourceapi.CodeNotFound, "RotateRefreshToken of the reused code's family")
 
 		// A reuse before the first exchange saved its token: the token is
@@ -137,7 +137,7 @@ func testOAuth(t *testing.T, open opener) {
 
 		t1 := f.token("t1", "", now)
 		t1.Family, t1.ClientID, t1.UserID, t1.Scope = "ignored", "ignored", -1, "ignored"
-		prev, err := oa.RotateRefreshToken(timeout(t), t0.Hash, t1, now.Add(time.Minute))
+		prev, err := oa.RotateRefreshToken(timeout(t), t0.Hash, t1, now.Add(time.Minute), 0)
 		if err != nil {
 			t.Fatalf("RotateRefreshToken = %v", err)
 		}
@@ -147,7 +147,7 @@ func testOAuth(t *testing.T, open opener) {
 		// t1 inherited t0's family, client, user and scope: rotating it
 		// returns them.
 		t2 := f.token("t2", "", now)
-		prev, err = oa.RotateRefreshToken(timeout(t), t1.Hash, t2, now.Add(2*time.Minute))
+		prev, err = oa.RotateRefreshToken(timeout(t), t1.Hash, t2, now.Add(2*time.Minute), 0)
 		if err != nil {
 			t.Fatalf("RotateRefreshToken(t1) = %v", err)
 		}
@@ -157,29 +157,49 @@ func testOAuth(t *testing.T, open opener) {
 			t.Errorf("RotateRefreshToken(t1) returned %+v, want %+v", prev, want)
 		}
 
-		// Within the grace period a second use of t1 is refused and revokes
+		// With a grace, a second use of t1 within it is refused and revokes
 		// nothing.
-		_, err = oa.RotateRefreshToken(timeout(t), t1.Hash, f.token("x", "", now), now.Add(2*time.Minute+resourceapi.RefreshReuseGrace-time.Millisecond))
+		const grace = 10 * time.Second
+		_, err = oa.RotateRefreshToken(timeout(t), t1.Hash, f.token("x", "", now), now.Add(2*time.Minute+grace-time.Millisecond), grace)
 		mustCode(t, err, resourceapi.CodeNotFound, "RotateRefreshToken(t1) within the grace period")
 		t3 := f.token("t3", "", now)
-		if _, err := oa.RotateRefreshToken(timeout(t), t2.Hash, t3, now.Add(3*time.Minute)); err != nil {
+		if _, err := oa.RotateRefreshToken(timeout(t), t2.Hash, t3, now.Add(3*time.Minute), grace); err != nil {
 			t.Fatalf("RotateRefreshToken(t2) after a reuse within the grace period = %v", err)
 		}
 		// After it, a reuse revokes the family: t3, the newest, is dead.
-		_, err = oa.RotateRefreshToken(timeout(t), t0.Hash, f.token("y", "", now), now.Add(4*time.Minute))
+		_, err = oa.RotateRefreshToken(timeout(t), t0.Hash, f.token("y", "", now), now.Add(4*time.Minute), grace)
 		mustCode(t, err, resourceapi.CodeConflict, "RotateRefreshToken(t0) long after its use")
-		_, err = oa.RotateRefreshToken(timeout(t), t3.Hash, f.token("z", "", now), now.Add(5*time.Minute))
+		_, err = oa.RotateRefreshToken(timeout(t), t3.Hash, f.token("z", "", now), now.Add(5*time.Minute), 0)
 		mustCode(t, err, resourceapi.CodeNotFound, "RotateRefreshToken(t3) after the family's revocation")
 		err = oa.SaveRefreshToken(timeout(t), f.token("w", "fam", now))
 		mustCode(t, err, resourceapi.CodeConflict, "SaveRefreshToken into a revoked family")
 
-		_, err = oa.RotateRefreshToken(timeout(t), resourceapi.HashToken("unknown"), f.token("u", "", now), now)
+		_, err = oa.RotateRefreshToken(timeout(t), resourceapi.HashToken("unknown"), f.token("u", "", now), now, 0)
 		mustCode(t, err, resourceapi.CodeNotFound, "RotateRefreshToken(unknown)")
 
 		old := f.token("e0", "fam2", now)
 		mustSaveToken(t, oa, old)
-		_, err = oa.RotateRefreshToken(timeout(t), old.Hash, f.token("e1", "", now), old.ExpiresAt)
+		_, err = oa.RotateRefreshToken(timeout(t), old.Hash, f.token("e1", "", now), old.ExpiresAt, 0)
 		mustCode(t, err, resourceapi.CodeNotFound, "RotateRefreshToken at expiry")
+	})
+
+	t.Run("ReuseWithoutGrace", func(t *testing.T) {
+		// Without a grace any second use revokes the family, even at the
+		// very instant of the first: of two holders of one token, the one
+		// who rotated first may be the thief.
+		s, oa := openOAuth(t, open)
+		f := newFixture(t, s)
+		now := wallMillis()
+		t0 := f.token("t0", "fam", now)
+		mustSaveToken(t, oa, t0)
+		t1 := f.token("t1", "", now)
+		if _, err := oa.RotateRefreshToken(timeout(t), t0.Hash, t1, now, 0); err != nil {
+			t.Fatalf("RotateRefreshToken = %v", err)
+		}
+		_, err := oa.RotateRefreshToken(timeout(t), t0.Hash, f.token("x", "", now), now, 0)
+		mustCode(t, err, resourceapi.CodeConflict, "RotateRefreshToken(t0) again at once")
+		_, err = oa.RotateRefreshToken(timeout(t), t1.Hash, f.token("y", "", now), now, 0)
+		mustCode(t, err, resourceapi.CodeNotFound, "RotateRefreshToken(t1), the newest, after the family's revocation")
 	})
 
 	t.Run("Revoke", func(t *testing.T) {
@@ -189,7 +209,7 @@ func testOAuth(t *testing.T, open opener) {
 		t0 := f.token("t0", "fam", now)
 		mustSaveToken(t, oa, t0)
 		t1 := f.token("t1", "", now)
-		if _, err := oa.RotateRefreshToken(timeout(t), t0.Hash, t1, now); err != nil {
+		if _, err := oa.RotateRefreshToken(timeout(t), t0.Hash, t1, now, 0); err != nil {
 			t.Fatal(err)
 		}
 		// Another client's revocation does nothing.
@@ -197,14 +217,14 @@ func testOAuth(t *testing.T, open opener) {
 			t.Fatalf("RevokeRefreshToken(other client) = %v", err)
 		}
 		t2 := f.token("t2", "", now)
-		if _, err := oa.RotateRefreshToken(timeout(t), t1.Hash, t2, now); err != nil {
+		if _, err := oa.RotateRefreshToken(timeout(t), t1.Hash, t2, now, 0); err != nil {
 			t.Fatalf("RotateRefreshToken after another client's revocation = %v", err)
 		}
 		// Revoking an old token of the family revokes the newest.
 		if err := oa.RevokeRefreshToken(timeout(t), t0.Hash, f.client.ClientID(), now); err != nil {
 			t.Fatalf("RevokeRefreshToken = %v", err)
 		}
-		_, err := oa.RotateRefreshToken(timeout(t), t2.Hash, f.token("t3", "", now), now)
+		_, err := oa.RotateRefreshToken(timeout(t), t2.Hash, f.token("t3", "", now), now, 0)
 		mustCode(t, err, resourceapi.CodeNotFound, "RotateRefreshToken after revocation")
 		for _, h := range []string{t2.Hash, resourceapi.HashToken("unknown")} {
 			if err := oa.RevokeRefreshToken(timeout(t), h, f.client.ClientID(), now); err != nil {
@@ -222,11 +242,13 @@ func testOAuth(t *testing.T, open opener) {
 		const n = 8
 		nexts := make([]resourceapi.RefreshToken, n)
 		errs := make([]error, n)
+		// With a grace, the losers of a client's own race revoke nothing.
+		const grace = 10 * time.Second
 		var wg sync.WaitGroup
 		for i := range n {
 			nexts[i] = f.token(fmt.Sprint("next", i), "", now)
 			wg.Go(func() {
-				_, errs[i] = oa.RotateRefreshToken(timeout(t), t0.Hash, nexts[i], now.Add(time.Second))
+				_, errs[i] = oa.RotateRefreshToken(timeout(t), t0.Hash, nexts[i], now.Add(time.Second), grace)
 			})
 		}
 		wg.Wait()
@@ -244,16 +266,53 @@ func testOAuth(t *testing.T, open opener) {
 		if winner < 0 {
 			t.Fatalf("no concurrent rotation succeeded: %v", errs)
 		}
-		if _, err := oa.RotateRefreshToken(timeout(t), nexts[winner].Hash, f.token("after", "", now), now.Add(2*time.Second)); err != nil {
+		if _, err := oa.RotateRefreshToken(timeout(t), nexts[winner].Hash, f.token("after", "", now), now.Add(2*time.Second), grace); err != nil {
 			t.Fatalf("the winner's token does not rotate: %v", err)
 		}
 		for i := range n {
 			if i == winner {
 				continue
 			}
-			_, err := oa.RotateRefreshToken(timeout(t), nexts[i].Hash, f.token("lost", "", now), now.Add(2*time.Second))
+			_, err := oa.RotateRefreshToken(timeout(t), nexts[i].Hash, f.token("lost", "", now), now.Add(2*time.Second), grace)
 			mustCode(t, err, resourceapi.CodeNotFound, "rotating a losing rotation's token")
 		}
+	})
+
+	t.Run("ConcurrentRotationWithoutGrace", func(t *testing.T) {
+		// Without a grace, concurrent uses of one token are reuses: exactly
+		// one rotates, and the family ends with the winner's token dead.
+		s, oa := openOAuth(t, open)
+		f := newFixture(t, s)
+		now := wallMillis()
+		t0 := f.token("t0", "fam", now)
+		mustSaveToken(t, oa, t0)
+		const n = 8
+		nexts := make([]resourceapi.RefreshToken, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			nexts[i] = f.token(fmt.Sprint("next", i), "", now)
+			wg.Go(func() {
+				_, errs[i] = oa.RotateRefreshToken(timeout(t), t0.Hash, nexts[i], now.Add(time.Second), 0)
+			})
+		}
+		wg.Wait()
+		winner := -1
+		for i, err := range errs {
+			switch {
+			case err == nil && winner >= 0:
+				t.Fatalf("rotations %d and %d of one token both succeeded", winner, i)
+			case err == nil:
+				winner = i
+			case resourceapi.ErrorCode(err) != resourceapi.CodeConflict && resourceapi.ErrorCode(err) != resourceapi.CodeNotFound:
+				t.Fatalf("a concurrent rotation that lost: %v, want CodeConflict or CodeNotFound", err)
+			}
+		}
+		if winner < 0 {
+			t.Fatalf("no concurrent rotation succeeded: %v", errs)
+		}
+		_, err := oa.RotateRefreshToken(timeout(t), nexts[winner].Hash, f.token("after", "", now), now.Add(2*time.Second), 0)
+		mustCode(t, err, resourceapi.CodeNotFound, "rotating the winner's token after the reuses")
 	})
 
 	t.Run("ConcurrentConsumption", func(t *testing.T) {
@@ -305,7 +364,7 @@ func testOAuth(t *testing.T, open opener) {
 				mustCode(t, err, resourceapi.CodeNotFound, "ConsumeCode after the delete")
 				_, err = oa.ConsumeCode(timeout(t), used.Hash, now)
 				mustCode(t, err, resourceapi.CodeNotFound, "ConsumeCode(used) after the delete")
-				_, err = oa.RotateRefreshToken(timeout(t), tok.Hash, f.token("n", "", now), now)
+				_, err = oa.RotateRefreshToken(timeout(t), tok.Hash, f.token("n", "", now), now, 0)
 				mustCode(t, err, resourceapi.CodeNotFound, "RotateRefreshToken after the delete")
 			})
 		}
@@ -327,7 +386,7 @@ func testOAuth(t *testing.T, open opener) {
 		tok := f.token("old", "fam", longAgo)
 		tok.ExpiresAt = longAgo.Add(time.Hour)
 		mustSaveToken(t, oa, tok)
-		if _, err := oa.RotateRefreshToken(timeout(t), tok.Hash, f.token("next", "", longAgo), longAgo); err != nil {
+		if _, err := oa.RotateRefreshToken(timeout(t), tok.Hash, f.token("next", "", longAgo), longAgo, 0); err != nil {
 			t.Fatal(err)
 		}
 		now := wallMillis()
@@ -335,7 +394,7 @@ func testOAuth(t *testing.T, open opener) {
 		mustSaveToken(t, oa, f.token("new", "fam2", now))
 		_, err := oa.ConsumeCode(timeout(t), code.Hash, now)
 		mustCode(t, err, resourceapi.CodeNotFound, "ConsumeCode of a code purged")
-		_, err = oa.RotateRefreshToken(timeout(t), tok.Hash, f.token("again", "", now), now)
+		_, err = oa.RotateRefreshToken(timeout(t), tok.Hash, f.token("again", "", now), now, 0)
 		mustCode(t, err, resourceapi.CodeNotFound, "RotateRefreshToken of a token purged")
 	})
 
@@ -406,13 +465,19 @@ func mustClient(tb testing.TB, s resourceapi.Store, public bool) (resourceapi.OA
 type fixture struct {
 	user   resourceapi.Record
 	client resourceapi.OAuthClient
+	// stamp is the user's security stamp, which codes and tokens carry.
+	stamp string
 }
 
 func newFixture(tb testing.TB, s resourceapi.Store) fixture {
 	tb.Helper()
 	u := mustCreate(tb, s, user("Resource Owner", "owner@example.com"))
 	c, _ := mustClient(tb, s, true)
-	return fixture{user: u, client: c}
+	acct, err := s.(resourceapi.IdentityStore).AccountByID(timeout(tb), u.ID())
+	if err != nil {
+		tb.Fatalf("AccountByID(owner) = %v", err)
+	}
+	return fixture{user: u, client: c, stamp: acct.Stamp}
 }
 
 // code returns a code named name issued at now.
@@ -420,7 +485,7 @@ func (f fixture) code(name string, now time.Time) resourceapi.AuthorizationCode 
 	return resourceapi.AuthorizationCode{
 		Hash: resourceapi.HashToken("code " + name), ClientID: f.client.ClientID(), UserID: f.user.ID(),
 		RedirectURI: f.client.RedirectURIs()[0], CodeChallenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
-		Scope: "api", ExpiresAt: now.Add(resourceapi.CodeTTL),
+		Scope: "api", ExpiresAt: now.Add(resourceapi.CodeTTL), Stamp: f.stamp,
 	}
 }
 
@@ -428,7 +493,7 @@ func (f fixture) code(name string, now time.Time) resourceapi.AuthorizationCode 
 func (f fixture) token(name, family string, now time.Time) resourceapi.RefreshToken {
 	return resourceapi.RefreshToken{
 		Hash: resourceapi.HashToken("refresh " + name), Family: family, ClientID: f.client.ClientID(),
-		UserID: f.user.ID(), Scope: "api", ExpiresAt: now.Add(resourceapi.RefreshTokenTTL),
+		UserID: f.user.ID(), Scope: "api", ExpiresAt: now.Add(resourceapi.RefreshTokenTTL), Stamp: f.stamp,
 	}
 }
 

@@ -129,7 +129,8 @@ func CheckSchema(t *testing.T, db *sql.DB, in Introspection) {
 //     nullable fields' columns order null as the smallest value, as lists
 //     sort it;
 //   - a search index over exactly the searchable fields;
-//   - no column that the declaration does not account for.
+//   - no column for a transient field, and none that the declaration does
+//     not account for.
 func SchemaProblems(ctx context.Context, db *sql.DB, in Introspection, res *resourceapi.Resource) ([]string, error) {
 	tab, err := in.Table(ctx, db, res.Name)
 	if err != nil {
@@ -146,6 +147,12 @@ func SchemaProblems(ctx context.Context, db *sql.DB, in Introspection, res *reso
 			items = append(items, f)
 			if c.column(f.Name) != nil {
 				c.bad("%s: items are stored in %s, not in a column", f.Name, f.Items.Table)
+			}
+			continue
+		}
+		if f.Transient {
+			if c.column(f.Name) != nil {
+				c.bad("%s: a column for a transient field, which nothing stores", f.Name)
 			}
 			continue
 		}

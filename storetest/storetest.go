@@ -108,6 +108,7 @@ func TestStore(t *testing.T, open func(t *testing.T) resourceapi.Store) {
 		{"MaxID", testMaxID},
 		{"Identity", testIdentity},
 		{"OAuth", testOAuth},
+		{"Credentials", testCredentials},
 		{"Resources", testResources},
 		{"Batch", testBatch},
 		{"Events", testEvents},

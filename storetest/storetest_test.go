@@ -54,6 +54,7 @@ var mutants = map[string]string{
 	"no-cascade":                  "Resources/Cascade/users",
 	"no-restrict":                 "Resources/Cascade/products",
 	"stale-cascade-cache":         "Resources/Cascade/articles",
+	"ids-come-back":               "Credentials/RetiredIDs/posts",
 }
 
 // TestMutants runs the suite against memStores with one defect each, in a

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -314,7 +315,16 @@ func testReplace(t *testing.T, open opener) {
 		b := mustCreate(t, s, user("B", "b@example.com"))
 		c := mustCreate(t, s, user("C", "c@example.com"))
 		mustDelete(t, s, b.ID())
-		got, created := mustReplace(t, s, b.ID(), user("B2", "b2@example.com"))
+		// A deleted record's id is retired: only a Replace whose context
+		// allows it creates a record there (see testCredentials).
+		_, _, err := s.Replace(timeout(t), users, b.ID(), mustValid(t, user("B2", "b2@example.com"), resourceapi.ModeReplace), nil)
+		mustCode(t, err, resourceapi.CodeConflict, "Replace at a deleted record's id")
+		ctx, cancel := context.WithTimeout(resourceapi.WithIDReuse(t.Context()), callTimeout)
+		defer cancel()
+		got, created, err := s.Replace(ctx, users, b.ID(), mustValid(t, user("B2", "b2@example.com"), resourceapi.ModeReplace), nil)
+		if err != nil {
+			t.Fatalf("Replace(%d) with reuse allowed = %v", b.ID(), err)
+		}
 		if !created || got.ID() != b.ID() {
 			t.Fatalf("Replace(%d) = id %d, created %v; want id %d, created true", b.ID(), got.ID(), created, b.ID())
 		}

@@ -4,16 +4,21 @@
 // A token is exactly what interface.md describes:
 //
 //	header  {"alg":"HS256","typ":"JWT"}
-//	payload {"sub":"42","name":"Ada","iat":1700000000,"exp":1700000900}
+//	payload {"sub":"42","name":"Ada","iat":1700000000,"exp":1700000900,"stamp":"Q2HV…"}
+//
+// with one claim beyond those: stamp, the user's security stamp when the
+// token was issued (resourceapi.Claims.Stamp), which binds the token to the
+// user as they were then (see resourceapi.Authenticator).
 //
 // Verify accepts only tokens of that shape signed with the secret, and fails
 // with one error, identical whatever the cause, so a caller (or a client
 // probing the API) cannot learn which part of a token was wrong.
 //
 // Tokens are stateless: any instance holding the same secret verifies what
-// another issued, and none can be revoked before it expires. That is why
-// they are short-lived (resourceapi.AccessTokenTTL) and carry no roles or
-// permissions: those are read from the store on every request.
+// another issued. They are short-lived (resourceapi.AccessTokenTTL) and
+// carry no roles or permissions: those are read from the store on every
+// request, with the user's security stamp, which ends every token issued
+// before it changed.
 package token
 
 import (
@@ -43,11 +48,13 @@ const (
 	// this package issues are about 200 bytes.
 	MaxLen = 8 << 10
 
-	// IssuedAtLeeway is how far in the future a token's iat may lie. Several
-	// instances share a secret, and a token issued by one whose clock runs a
-	// little ahead must still verify on the others; a minute covers any
-	// NTP-synchronised fleet. It widens nothing else: exp is checked exactly
-	// (RFC 7519 §4.1.4: expired "on or after" exp).
+	// IssuedAtLeeway is how far in the future a token's iat, and its nbf
+	// when it has one, may lie. Several instances share a secret, and a
+	// token issued by one whose clock runs a little ahead must still verify
+	// on the others; a minute covers any NTP-synchronised fleet (RFC 7519
+	// §4.1.5 allows "some small leeway" for nbf for this reason). It widens
+	// nothing else: exp is checked exactly (RFC 7519 §4.1.4: expired "on or
+	// after" exp), since a leeway there would lengthen every token's life.
 	IssuedAtLeeway = time.Minute
 )
 
@@ -93,16 +100,20 @@ func New(secret []byte, opts Options) (*HS256, error) {
 // means IssuedAt + resourceapi.AccessTokenTTL. Times are truncated to whole
 // seconds (the JWT NumericDate). Issue returns an error, never a token that
 // Verify would refuse on its content: Subject must be a decimal id in
-// 1..resourceapi.MaxID, Name valid UTF-8, and ExpiresAt at least a second
-// after IssuedAt. Issue does not refuse a token that is already expired.
+// 1..resourceapi.MaxID, Name valid UTF-8, Stamp a security stamp
+// (validStamp), and ExpiresAt at least a second after IssuedAt. Issue does
+// not refuse a token that is already expired.
 //
-// The payload is sub, name, iat and exp and nothing else: no jti, because
-// nothing looks tokens up (they cannot be revoked, see the package doc); no
-// iss or aud, because only this service verifies them, with a secret no one
-// else holds.
+// The payload is sub, name, iat, exp and stamp and nothing else: no jti,
+// because nothing looks tokens up (they are ended by their user's stamp,
+// see the package doc); no iss or aud, because only this service verifies
+// them, with a secret no one else holds.
 func (h *HS256) Issue(c resourceapi.Claims) (string, error) {
 	if _, ok := parseID(c.Subject); !ok {
 		return "", errors.New("issue token: subject is not a user id")
+	}
+	if !validStamp(c.Stamp) {
+		return "", errors.New("issue token: no security stamp")
 	}
 	if !utf8.ValidString(c.Name) {
 		return "", errors.New("issue token: name is not valid UTF-8")
@@ -115,7 +126,7 @@ func (h *HS256) Issue(c resourceapi.Claims) (string, error) {
 	if exp.IsZero() {
 		exp = iat.Add(resourceapi.AccessTokenTTL)
 	}
-	p := &payload{Sub: c.Subject, Name: c.Name, IAT: iat.Unix(), EXP: exp.Unix()}
+	p := &payload{Sub: c.Subject, Name: c.Name, IAT: iat.Unix(), EXP: exp.Unix(), Stamp: c.Stamp}
 	if p.EXP <= p.IAT {
 		return "", errors.New("issue token: expiry is not after issue time")
 	}
@@ -139,10 +150,13 @@ func (h *HS256) Issue(c resourceapi.Claims) (string, error) {
 // header typ of exactly "JWT" (RFC 8725 §3.11: a JWT of another kind signed
 // with the same key is not an access token) and no crit (RFC 7515 §4.1.11:
 // this package understands no extensions), and claims sub (a decimal id in
-// 1..resourceapi.MaxID, no sign or leading zero), name (a string), iat and
+// 1..resourceapi.MaxID, no sign or leading zero), name (a string), stamp
+// (a security stamp: validStamp), iat and
 // exp (integers, not 1e9 or 1.0) with iat at most IssuedAtLeeway ahead of
-// now, exp after iat, and now before exp. Other claims are ignored; nbf is
-// never issued and not checked.
+// now, exp after iat, and now before exp. nbf is never issued, but a token
+// that has one (an integer, like iat) is refused until nbf, less the same
+// leeway as iat: a token is never used before the time it names. Other
+// claims are ignored.
 //
 // The token must be the bare compact serialization: any byte outside the
 // base64url alphabet and the two dots is invalid, whitespace at either end
@@ -171,14 +185,17 @@ func (h *HS256) Verify(token string) (resourceapi.Claims, error) {
 	}
 	// The library checked alg, the signature and exp (now < exp). The rest
 	// is ours; payload.UnmarshalJSON already checked the types.
-	if _, ok := parseID(c.Sub); !ok {
+	if _, ok := parseID(c.Sub); !ok || !validStamp(c.Stamp) {
 		return resourceapi.Claims{}, invalid()
 	}
 	iat, exp := time.Unix(c.IAT, 0), time.Unix(c.EXP, 0)
 	if iat.After(now.Add(IssuedAtLeeway)) || c.EXP <= c.IAT {
 		return resourceapi.Claims{}, invalid()
 	}
-	return resourceapi.Claims{Subject: c.Sub, Name: c.Name, IssuedAt: iat.UTC(), ExpiresAt: exp.UTC()}, nil
+	if c.NBF != nil && time.Unix(*c.NBF, 0).After(now.Add(IssuedAtLeeway)) {
+		return resourceapi.Claims{}, invalid()
+	}
+	return resourceapi.Claims{Subject: c.Sub, Name: c.Name, IssuedAt: iat.UTC(), ExpiresAt: exp.UTC(), Stamp: c.Stamp}, nil
 }
 
 // key is the parser's Keyfunc. It runs after the claims are decoded and
@@ -214,6 +231,24 @@ func compact(s string) bool {
 	return dots == 2
 }
 
+// maxStampLen bounds a security stamp: the service's are 26 characters.
+const maxStampLen = 64
+
+// validStamp reports whether s can be a security stamp: 1 to maxStampLen
+// characters of the base32 alphabet (resourceapi.NewStamp's) and
+// hexadecimal digits (stamps a database migration drew).
+func validStamp(s string) bool {
+	if s == "" || len(s) > maxStampLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
 // parseID returns the id that s spells in canonical decimal: digits only,
 // no leading zero, 1..resourceapi.MaxID.
 func parseID(s string) (int64, bool) {
@@ -237,15 +272,19 @@ func parseID(s string) (int64, bool) {
 // RegisteredClaims does not: there, "exp":"9999999999" (a string) and
 // "exp":1.5 both pass, and encoding/json would match "SUB" to sub.
 type payload struct {
-	Sub  string `json:"sub"`
-	Name string `json:"name"`
-	IAT  int64  `json:"iat"`
-	EXP  int64  `json:"exp"`
+	Sub   string `json:"sub"`
+	Name  string `json:"name"`
+	IAT   int64  `json:"iat"`
+	EXP   int64  `json:"exp"`
+	Stamp string `json:"stamp"`
+	// NBF is never issued; a token that carries one is checked against it.
+	NBF *int64 `json:"nbf,omitempty"`
 }
 
-// UnmarshalJSON requires sub and name as JSON strings and iat and exp as
-// JSON integers (optional minus sign and digits only), matched by exact key.
-// A later duplicate key wins, as in encoding/json.
+// UnmarshalJSON requires sub, name and stamp as JSON strings and iat and exp as
+// JSON integers (optional minus sign and digits only), and nbf, when
+// present, as an integer too, matched by exact key. A later duplicate key
+// wins, as in encoding/json.
 func (p *payload) UnmarshalJSON(b []byte) error {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(b, &m); err != nil {
@@ -263,6 +302,16 @@ func (p *payload) UnmarshalJSON(b []byte) error {
 	}
 	if p.EXP, err = intClaim(m["exp"]); err != nil {
 		return err
+	}
+	if p.Stamp, err = stringClaim(m["stamp"]); err != nil {
+		return err
+	}
+	if raw, ok := m["nbf"]; ok {
+		nbf, err := intClaim(raw)
+		if err != nil {
+			return err
+		}
+		p.NBF = &nbf
 	}
 	return nil
 }
@@ -305,7 +354,8 @@ func (p *payload) GetIssuedAt() (*jwt.NumericDate, error) {
 	return &jwt.NumericDate{Time: time.Unix(p.IAT, 0)}, nil
 }
 
-// GetNotBefore returns nil: tokens carry no nbf.
+// GetNotBefore returns nil, so that the library, which would check nbf
+// without iat's leeway, leaves it to Verify.
 func (p *payload) GetNotBefore() (*jwt.NumericDate, error) { return nil, nil }
 
 // GetIssuer returns "": tokens carry no iss.

@@ -28,6 +28,11 @@ var (
 
 const hs256Header = `{"alg":"HS256","typ":"JWT"}`
 
+// stamp is the security stamp the tests' tokens carry.
+// Its value makes the good token's spelling hold a - or _, which the
+// crafted "standard base64 alphabet" token replaces.
+const stamp = "Q2HVZ7TNKAXW3B4RPM5LSJ6E7K"
+
 // clock is a settable clock for tests.
 type clock struct {
 	mu sync.Mutex
@@ -72,14 +77,16 @@ func sign(header, payload string, hf func() hash.Hash, key []byte) string {
 }
 
 // payload returns claims JSON whose members are replaced or removed (a nil
-// value removes) from the valid set: sub 42, name Ada, iat t0, exp t0+15m.
+// value removes) from the valid set: sub 42, name Ada, iat t0, exp t0+15m,
+// stamp.
 func payload(edits ...any) string {
-	members := []string{"sub", "name", "iat", "exp"}
+	members := []string{"sub", "name", "iat", "exp", "stamp"}
 	values := map[string]string{
-		"sub":  `"42"`,
-		"name": `"Ada"`,
-		"iat":  fmt.Sprint(t0.Unix()),
-		"exp":  fmt.Sprint(t0.Add(resourceapi.AccessTokenTTL).Unix()),
+		"sub":   `"42"`,
+		"name":  `"Ada"`,
+		"iat":   fmt.Sprint(t0.Unix()),
+		"exp":   fmt.Sprint(t0.Add(resourceapi.AccessTokenTTL).Unix()),
+		"stamp": `"` + stamp + `"`,
 	}
 	for i := 0; i < len(edits); i += 2 {
 		k := edits[i].(string)
@@ -167,6 +174,11 @@ func craftedTokens() []crafted {
 		{"iat missing", hs(payload("iat", nil))},
 		{"iat a string", hs(payload("iat", fmt.Sprintf(`"%d"`, t0.Unix())))},
 		{"iat beyond the leeway", hs(payload("iat", fmt.Sprint(t0.Add(token.IssuedAtLeeway+time.Second).Unix())))},
+		{"nbf an hour ahead", hs(payload("nbf", fmt.Sprint(t0.Add(time.Hour).Unix())))},
+		{"nbf beyond the leeway", hs(payload("nbf", fmt.Sprint(t0.Add(token.IssuedAtLeeway+time.Second).Unix())))},
+		{"nbf null", hs(payload("nbf", "null"))},
+		{"nbf a string", hs(payload("nbf", fmt.Sprintf(`"%d"`, t0.Unix())))},
+		{"nbf a fraction", hs(payload("nbf", fmt.Sprintf("%d.5", t0.Unix())))},
 		{"sub missing", hs(payload("sub", nil))},
 		{"sub a number", hs(payload("sub", "42"))},
 		{"sub null", hs(payload("sub", "null"))},
@@ -181,6 +193,14 @@ func craftedTokens() []crafted {
 		{"sub 2^64", hs(payload("sub", `"18446744073709551616"`))},
 		{"sub given twice, last a number", hs(`{"sub":"42","sub":42,"name":"Ada","iat":` + fmt.Sprint(t0.Unix()) + `,"exp":` + fmt.Sprint(t0.Add(time.Hour).Unix()) + `}`)},
 		{"SUB instead of sub", hs(strings.Replace(payload(), `"sub"`, `"SUB"`, 1))},
+		{"stamp missing", hs(payload("stamp", nil))},
+		{"stamp null", hs(payload("stamp", "null"))},
+		{"stamp empty", hs(payload("stamp", `""`))},
+		{"stamp a number", hs(payload("stamp", "42"))},
+		{"stamp in lower case", hs(payload("stamp", `"q2hvz7tnkaxw3b4rpm5lsj6e7f"`))},
+		{"stamp with a space", hs(payload("stamp", `"Q2HV Z7TN"`))},
+		{"stamp of 65 characters", hs(payload("stamp", `"`+strings.Repeat("A", 65)+`"`))},
+		{"STAMP instead of stamp", hs(strings.Replace(payload(), `"stamp"`, `"STAMP"`, 1))},
 		{"name missing", hs(payload("name", nil))},
 		{"name a number", hs(payload("name", "7"))},
 		{"name null", hs(payload("name", "null"))},
@@ -217,7 +237,7 @@ func TestCraftedControl(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Verify(good) = %v", err)
 	}
-	want := resourceapi.Claims{Subject: "42", Name: "Ada", IssuedAt: t0, ExpiresAt: t0.Add(resourceapi.AccessTokenTTL)}
+	want := resourceapi.Claims{Stamp: stamp, Subject: "42", Name: "Ada", IssuedAt: t0, ExpiresAt: t0.Add(resourceapi.AccessTokenTTL)}
 	if got != want {
 		t.Fatalf("Verify(good) = %+v, want %+v", got, want)
 	}
@@ -275,10 +295,10 @@ func checkInvalid(tb testing.TB, got resourceapi.Claims, err, ref error) {
 func TestIssueVerifyRoundTrip(t *testing.T) {
 	h := mustNew(t, secret, at(t0))
 	for _, c := range []resourceapi.Claims{
-		{Subject: "1", Name: "Ada", IssuedAt: t0, ExpiresAt: t0.Add(time.Minute)},
-		{Subject: "9007199254740991", Name: "Max", IssuedAt: t0.Add(-time.Minute), ExpiresAt: t0.Add(time.Second)},
-		{Subject: "42", Name: `Zoë "the" <admin> \ 日本`, IssuedAt: t0, ExpiresAt: t0.Add(resourceapi.AccessTokenTTL)},
-		{Subject: "7", Name: "", IssuedAt: t0, ExpiresAt: t0.Add(time.Hour)},
+		{Stamp: stamp, Subject: "1", Name: "Ada", IssuedAt: t0, ExpiresAt: t0.Add(time.Minute)},
+		{Stamp: stamp, Subject: "9007199254740991", Name: "Max", IssuedAt: t0.Add(-time.Minute), ExpiresAt: t0.Add(time.Second)},
+		{Stamp: stamp, Subject: "42", Name: `Zoë "the" <admin> \ 日本`, IssuedAt: t0, ExpiresAt: t0.Add(resourceapi.AccessTokenTTL)},
+		{Stamp: stamp, Subject: "7", Name: "", IssuedAt: t0, ExpiresAt: t0.Add(time.Hour)},
 	} {
 		tok := mustIssue(t, h, c)
 		got, err := h.Verify(tok)
@@ -292,10 +312,11 @@ func TestIssueVerifyRoundTrip(t *testing.T) {
 }
 
 // TestIssueShape checks the bytes of a token against interface.md: header
-// alg and typ, claims sub, name, iat, exp as integers, nothing else.
+// alg and typ, claims sub, name, iat, exp as integers, and the security
+// stamp, nothing else.
 func TestIssueShape(t *testing.T) {
 	h := mustNew(t, secret, at(t0))
-	tok := mustIssue(t, h, resourceapi.Claims{Subject: "42", Name: "Ada"})
+	tok := mustIssue(t, h, resourceapi.Claims{Stamp: stamp, Subject: "42", Name: "Ada"})
 	parts := strings.Split(tok, ".")
 	if len(parts) != 3 {
 		t.Fatalf("token %q has %d parts, want 3", tok, len(parts))
@@ -311,7 +332,7 @@ func TestIssueShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf(`{"sub":"42","name":"Ada","iat":%d,"exp":%d}`, t0.Unix(), t0.Add(15*time.Minute).Unix())
+	want := fmt.Sprintf(`{"sub":"42","name":"Ada","iat":%d,"exp":%d,"stamp":%q}`, t0.Unix(), t0.Add(15*time.Minute).Unix(), stamp)
 	if got := string(claims); got != want {
 		t.Fatalf("claims = %s, want %s", got, want)
 	}
@@ -329,12 +350,12 @@ func TestIssueShape(t *testing.T) {
 func TestIssueDefaults(t *testing.T) {
 	now := t0.Add(1500 * time.Millisecond)
 	h := mustNew(t, secret, at(now))
-	got, err := h.Verify(mustIssue(t, h, resourceapi.Claims{Subject: "5", Name: "Bo"}))
+	got, err := h.Verify(mustIssue(t, h, resourceapi.Claims{Stamp: stamp, Subject: "5", Name: "Bo"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Truncated to the second, as a NumericDate.
-	want := resourceapi.Claims{Subject: "5", Name: "Bo", IssuedAt: t0.Add(time.Second), ExpiresAt: t0.Add(time.Second + resourceapi.AccessTokenTTL)}
+	want := resourceapi.Claims{Stamp: stamp, Subject: "5", Name: "Bo", IssuedAt: t0.Add(time.Second), ExpiresAt: t0.Add(time.Second + resourceapi.AccessTokenTTL)}
 	if got != want {
 		t.Fatalf("claims = %+v, want %+v", got, want)
 	}
@@ -343,16 +364,18 @@ func TestIssueDefaults(t *testing.T) {
 func TestIssueRefuses(t *testing.T) {
 	h := mustNew(t, secret, at(t0))
 	for name, c := range map[string]resourceapi.Claims{
-		"subject empty":       {Name: "Ada"},
-		"subject 0":           {Subject: "0", Name: "Ada"},
-		"subject abc":         {Subject: "abc", Name: "Ada"},
-		"subject 2^53":        {Subject: "9007199254740992", Name: "Ada"},
-		"subject 042":         {Subject: "042", Name: "Ada"},
-		"name not UTF-8":      {Subject: "1", Name: "\xff"},
-		"exp at iat":          {Subject: "1", Name: "Ada", IssuedAt: t0, ExpiresAt: t0},
-		"exp before iat":      {Subject: "1", Name: "Ada", IssuedAt: t0, ExpiresAt: t0.Add(-time.Hour)},
-		"exp in iat's second": {Subject: "1", Name: "Ada", IssuedAt: t0, ExpiresAt: t0.Add(999 * time.Millisecond)},
-		"longer than MaxLen":  {Subject: "1", Name: strings.Repeat("a", token.MaxLen)},
+		"subject empty":       {Stamp: stamp, Name: "Ada"},
+		"subject 0":           {Stamp: stamp, Subject: "0", Name: "Ada"},
+		"subject abc":         {Stamp: stamp, Subject: "abc", Name: "Ada"},
+		"subject 2^53":        {Stamp: stamp, Subject: "9007199254740992", Name: "Ada"},
+		"subject 042":         {Stamp: stamp, Subject: "042", Name: "Ada"},
+		"name not UTF-8":      {Stamp: stamp, Subject: "1", Name: "\xff"},
+		"exp at iat":          {Stamp: stamp, Subject: "1", Name: "Ada", IssuedAt: t0, ExpiresAt: t0},
+		"exp before iat":      {Stamp: stamp, Subject: "1", Name: "Ada", IssuedAt: t0, ExpiresAt: t0.Add(-time.Hour)},
+		"exp in iat's second": {Stamp: stamp, Subject: "1", Name: "Ada", IssuedAt: t0, ExpiresAt: t0.Add(999 * time.Millisecond)},
+		"longer than MaxLen":  {Stamp: stamp, Subject: "1", Name: strings.Repeat("a", token.MaxLen)},
+		"no stamp":            {Subject: "1", Name: "Ada"},
+		"stamp not base32":    {Stamp: "not a stamp", Subject: "1", Name: "Ada"},
 	} {
 		if tok, err := h.Issue(c); err == nil {
 			t.Errorf("%s: Issue = %q, nil; want an error", name, tok)
@@ -392,7 +415,7 @@ func TestStateless(t *testing.T) {
 	a := mustNew(t, secret, at(t0))
 	b := mustNew(t, bytes.Clone(secret), at(t0.Add(time.Minute)))
 	c := mustNew(t, otherSecret, at(t0))
-	want := resourceapi.Claims{Subject: "42", Name: "Ada", IssuedAt: t0, ExpiresAt: t0.Add(resourceapi.AccessTokenTTL)}
+	want := resourceapi.Claims{Stamp: stamp, Subject: "42", Name: "Ada", IssuedAt: t0, ExpiresAt: t0.Add(resourceapi.AccessTokenTTL)}
 	tok := mustIssue(t, a, want)
 	got, err := b.Verify(tok)
 	if err != nil || got != want {
@@ -406,7 +429,7 @@ func TestExpiryBoundary(t *testing.T) {
 	var clk clock
 	h := mustNew(t, secret, clk.Now)
 	exp := t0.Add(resourceapi.AccessTokenTTL)
-	tok := mustIssue(t, h, resourceapi.Claims{Subject: "42", Name: "Ada", IssuedAt: t0, ExpiresAt: exp})
+	tok := mustIssue(t, h, resourceapi.Claims{Stamp: stamp, Subject: "42", Name: "Ada", IssuedAt: t0, ExpiresAt: exp})
 	for _, tc := range []struct {
 		now   time.Time
 		valid bool
@@ -442,12 +465,46 @@ func TestIssuedAtLeeway(t *testing.T) {
 		{token.IssuedAtLeeway + time.Second, false},
 	} {
 		i := mustNew(t, secret, at(t0.Add(tc.ahead)))
-		got, err := v.Verify(mustIssue(t, i, resourceapi.Claims{Subject: "42", Name: "Ada"}))
+		got, err := v.Verify(mustIssue(t, i, resourceapi.Claims{Stamp: stamp, Subject: "42", Name: "Ada"}))
 		if tc.valid && err != nil {
 			t.Errorf("issuer %v ahead: Verify = %v, want valid", tc.ahead, err)
 		}
 		if !tc.valid {
 			checkInvalid(t, got, err, nil)
+		}
+	}
+}
+
+// TestNotBefore: a token with nbf is refused until then, less the leeway
+// iat has, and accepted from then on; without nbf nothing changes.
+func TestNotBefore(t *testing.T) {
+	var clk clock
+	h := mustNew(t, secret, clk.Now)
+	nbf := t0.Add(time.Hour)
+	tok := sign(hs256Header, payload("nbf", fmt.Sprint(nbf.Unix()), "exp", fmt.Sprint(nbf.Add(time.Hour).Unix())), sha256.New, secret)
+	for _, tc := range []struct {
+		now   time.Time
+		valid bool
+	}{
+		{t0, false},
+		{nbf.Add(-token.IssuedAtLeeway - time.Second), false},
+		{nbf.Add(-token.IssuedAtLeeway), true},
+		{nbf, true},
+		{nbf.Add(30 * time.Minute), true},
+	} {
+		clk.Set(tc.now)
+		got, err := h.Verify(tok)
+		if tc.valid && err != nil {
+			t.Errorf("at nbf%+v: Verify = %v, want valid", tc.now.Sub(nbf), err)
+		}
+		if !tc.valid {
+			checkInvalid(t, got, err, nil)
+		}
+	}
+	clk.Set(t0)
+	for _, past := range []time.Time{t0, t0.Add(-time.Hour), t0.Add(token.IssuedAtLeeway)} {
+		if _, err := h.Verify(sign(hs256Header, payload("nbf", fmt.Sprint(past.Unix())), sha256.New, secret)); err != nil {
+			t.Errorf("nbf at now%+v: Verify = %v, want valid", past.Sub(t0), err)
 		}
 	}
 }
@@ -466,7 +523,7 @@ func TestNewSecret(t *testing.T) {
 	s := bytes.Clone(secret)
 	h := mustNew(t, s, at(t0))
 	clear(s)
-	if _, err := mustNew(t, secret, at(t0)).Verify(mustIssue(t, h, resourceapi.Claims{Subject: "1", Name: "A"})); err != nil {
+	if _, err := mustNew(t, secret, at(t0)).Verify(mustIssue(t, h, resourceapi.Claims{Stamp: stamp, Subject: "1", Name: "A"})); err != nil {
 		t.Fatalf("token from an instance whose secret slice was cleared: %v", err)
 	}
 }
@@ -474,10 +531,10 @@ func TestNewSecret(t *testing.T) {
 // TestDefaultClock uses the real clock: a token issued now verifies now.
 func TestDefaultClock(t *testing.T) {
 	h := mustNew(t, secret, nil)
-	if _, err := h.Verify(mustIssue(t, h, resourceapi.Claims{Subject: "1", Name: "A"})); err != nil {
+	if _, err := h.Verify(mustIssue(t, h, resourceapi.Claims{Stamp: stamp, Subject: "1", Name: "A"})); err != nil {
 		t.Fatal(err)
 	}
-	old := mustIssue(t, h, resourceapi.Claims{Subject: "1", Name: "A", IssuedAt: time.Now().Add(-time.Hour)})
+	old := mustIssue(t, h, resourceapi.Claims{Stamp: stamp, Subject: "1", Name: "A", IssuedAt: time.Now().Add(-time.Hour)})
 	got, err := h.Verify(old)
 	checkInvalid(t, got, err, nil)
 }
@@ -489,7 +546,7 @@ func TestConcurrent(t *testing.T) {
 	for i := range 8 {
 		wg.Go(func() {
 			for j := range 50 {
-				c := resourceapi.Claims{Subject: fmt.Sprint(i*100 + j + 1), Name: "n", IssuedAt: t0, ExpiresAt: t0.Add(time.Minute)}
+				c := resourceapi.Claims{Stamp: stamp, Subject: fmt.Sprint(i*100 + j + 1), Name: "n", IssuedAt: t0, ExpiresAt: t0.Add(time.Minute)}
 				tok, err := h.Issue(c)
 				if err != nil {
 					t.Error(err)
@@ -511,7 +568,7 @@ func TestConcurrent(t *testing.T) {
 func FuzzVerify(f *testing.F) {
 	h := mustNew(f, secret, at(t0))
 	f.Add(good())
-	f.Add(mustIssue(f, h, resourceapi.Claims{Subject: "9007199254740991", Name: "Max"}))
+	f.Add(mustIssue(f, h, resourceapi.Claims{Stamp: stamp, Subject: "9007199254740991", Name: "Max"}))
 	for _, c := range craftedTokens() {
 		f.Add(c.token)
 	}
@@ -540,7 +597,7 @@ func FuzzVerify(f *testing.F) {
 
 func BenchmarkVerify(b *testing.B) {
 	h := mustNew(b, secret, at(t0))
-	tok := mustIssue(b, h, resourceapi.Claims{Subject: "123456", Name: "Ada Lovelace"})
+	tok := mustIssue(b, h, resourceapi.Claims{Stamp: stamp, Subject: "123456", Name: "Ada Lovelace"})
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := h.Verify(tok); err != nil {
@@ -562,7 +619,7 @@ func BenchmarkVerifyInvalid(b *testing.B) {
 
 func BenchmarkIssue(b *testing.B) {
 	h := mustNew(b, secret, at(t0))
-	c := resourceapi.Claims{Subject: "123456", Name: "Ada Lovelace"}
+	c := resourceapi.Claims{Stamp: stamp, Subject: "123456", Name: "Ada Lovelace"}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := h.Issue(c); err != nil {

@@ -35,6 +35,7 @@ type config struct {
 	RedisURL        string         // RESOURCEAPI_REDIS_URL: shared rate limits (and events) between instances
 	TrustedProxies  []netip.Prefix // RESOURCEAPI_TRUSTED_PROXIES: comma-separated addresses or CIDR prefixes
 	OAuthIssuer     string         // RESOURCEAPI_OAUTH_ISSUER: the authorization server's issuer URL; else derived from each request
+	RefreshGrace    time.Duration  // RESOURCEAPI_OAUTH_REFRESH_REUSE_GRACE: how long a refresh token's reuse is taken for a client's race; 0, any reuse revokes
 
 	GraphQLMaxResponseBytes int64 // RESOURCEAPI_GRAPHQL_MAX_RESPONSE_BYTES: the most one GraphQL response may hold; 0: the default
 	GraphQLMaxRecords       int   // RESOURCEAPI_GRAPHQL_MAX_RECORDS: the most records one GraphQL response may read; 0: the default
@@ -132,6 +133,14 @@ func loadConfig(getenv func(string) string) (config, error) {
 			errs = append(errs, "RESOURCEAPI_OAUTH_ISSUER must be an absolute URL without query or fragment, such as https://api.example.com")
 		}
 		cfg.OAuthIssuer = strings.TrimSuffix(v, "/")
+	}
+
+	if v := strings.TrimSpace(getenv("RESOURCEAPI_OAUTH_REFRESH_REUSE_GRACE")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > resourceapi.MaxRefreshReuseGrace {
+			errs = append(errs, "RESOURCEAPI_OAUTH_REFRESH_REUSE_GRACE must be a duration from 0s to 1m, such as 5s (0s: any reuse of a refresh token revokes its family)")
+		}
+		cfg.RefreshGrace = d
 	}
 
 	if v := getenv("RESOURCEAPI_SQLITE_SYNC"); v != "" {

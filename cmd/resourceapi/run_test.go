@@ -47,6 +47,8 @@ func TestConfigErrors(t *testing.T) {
 		"access":   {"RESOURCEAPI_ACCESS_LOG": "perhaps"},
 		"shutdown": {"RESOURCEAPI_SHUTDOWN_TIMEOUT": "-1s"},
 		"issuer":   {"RESOURCEAPI_OAUTH_ISSUER": "https://auth.example.com/?x=1"},
+		"grace":    {"RESOURCEAPI_OAUTH_REFRESH_REUSE_GRACE": "2m"},
+		"grace<0":  {"RESOURCEAPI_OAUTH_REFRESH_REUSE_GRACE": "-1s"},
 		"relay":    {"RESOURCEAPI_EVENTS_RELAY": "sometimes"},
 		"poll":     {"RESOURCEAPI_EVENTS_POLL": "1ms"},
 		"retain":   {"RESOURCEAPI_EVENTS_RETENTION": "0s"},

@@ -112,6 +112,9 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		return err
 	}
 	defer id.Close()
+	// A change of one's own password or email is confirmed with the
+	// current password, checked as a sign-in is (throttled).
+	service.SetAuthenticator(id.auth)
 	// Deferred after the identity and the database, so that it runs before
 	// their Close: the relay's last round needs both.
 	ev, err := startEvents(ctx, cfg, db, id.redis, log)
@@ -147,6 +150,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		ClientIP: func(r *nethttp.Request) string {
 			return http.ClientAddr(r, cfg.TrustedProxies).String()
 		},
+		RefreshReuseGrace: cfg.RefreshGrace,
 	})
 	gql := graph.New(graph.Options{
 		Service:   service,
