@@ -51,6 +51,8 @@ func TestConfigErrors(t *testing.T) {
 		"poll":     {"RESOURCEAPI_EVENTS_POLL": "1ms"},
 		"retain":   {"RESOURCEAPI_EVENTS_RETENTION": "0s"},
 		"length":   {"RESOURCEAPI_EVENTS_STREAM_LENGTH": "10"},
+		"scheme":   {"RESOURCEAPI_DATABASE_URL": "postgress://u:p@localhost/db"},
+		"mysql":    {"RESOURCEAPI_DATABASE_URL": "mysql://u:p@localhost/db"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := loadConfig(env(kv)); err == nil {
@@ -66,6 +68,7 @@ func TestSQLitePath(t *testing.T) {
 		"sqlite:///tmp/x.db": "/tmp/x.db",
 		"sqlite:rel.db":      "rel.db",
 		"file:/tmp/y.db":     "/tmp/y.db",
+		"file:///tmp/z.db":   "/tmp/z.db",
 	} {
 		if got := (config{DatabaseURL: in}).sqlitePath(); got != want {
 			t.Errorf("sqlitePath(%q) = %q, want %q", in, got, want)
