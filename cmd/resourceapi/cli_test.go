@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/resourceapi/resourceapi/postgres/pgtest"
 )
@@ -47,7 +49,11 @@ func newCLI(t *testing.T, env ...string) *cli {
 // run runs the binary with args and stdin, and returns what it did.
 func (c *cli) run(stdin string, args ...string) result {
 	c.t.Helper()
-	cmd := exec.Command(c.bin, args...)
+	// A command that should end but serves instead fails the test rather
+	// than hanging it.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.bin, args...)
 	cmd.Dir = c.dir
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, c.env...)
 	cmd.Stdin = strings.NewReader(stdin)
