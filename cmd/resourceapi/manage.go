@@ -76,14 +76,6 @@ func openExisting(ctx context.Context, cfg config, stderr io.Writer) (store, err
 // system is the caller every management command acts as.
 var system = resourceapi.SystemCaller()
 
-// timeText shows a stored time to a person: RFC 3339, in UTC.
-func timeText(v any) string {
-	if t, ok := v.(time.Time); ok {
-		return t.UTC().Format(time.RFC3339)
-	}
-	return ""
-}
-
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
