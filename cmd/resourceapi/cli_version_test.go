@@ -19,6 +19,12 @@ func TestVersion(t *testing.T) {
 	c := newCLI(t)
 	const release = "v9.8.7-test"
 	bin, err := build(binDir(), "-buildvcs=auto", "-ldflags=-X main.version="+release)
+	if err != nil && strings.Contains(err.Error(), "error obtaining VCS status") {
+		// A checkout git refuses to read (another owner): build unstamped,
+		// and the test checks that the revision is reported unknown.
+		t.Logf("building without the VCS stamp: %v", err)
+		bin, err = build(binDir(), "-buildvcs=false", "-ldflags=-X main.version="+release)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

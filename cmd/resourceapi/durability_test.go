@@ -37,7 +37,7 @@ var binDir = sync.OnceValue(func() string {
 func build(dir string, flags ...string) (string, error) {
 	bin := filepath.Join(dir, "resourceapi")
 	if len(flags) > 0 {
-		bin += fmt.Sprintf("-%d", len(flags))
+		bin += "-" + strings.NewReplacer("/", "_", " ", "_", "=", "_").Replace(strings.Join(flags, "_"))
 	}
 	args := append(append([]string{"build", "-o", bin}, flags...), ".")
 	out, err := exec.Command("go", args...).CombinedOutput()
