@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/url"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -70,9 +70,13 @@ func TestConcurrentBootstrap(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
+					first, err := firstAdminRecord(cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
 					wg.Go(func() {
 						<-gate
-						errs[i] = bootstrapAdmin(context.Background(), cfg, resourceapi.NewService(stores[i], hasher), &outs[i])
+						errs[i] = bootstrapAdmin(context.Background(), cfg, first, resourceapi.NewService(stores[i], hasher), hasher, &outs[i], slog.New(slog.DiscardHandler))
 					})
 				}
 				close(gate)
@@ -89,7 +93,7 @@ func TestConcurrentBootstrap(t *testing.T) {
 				if printed != 1 {
 					t.Fatalf("round %d: %d of %d instances printed an admin password, want 1", round, printed, instances)
 				}
-				lq, err := resourceapi.ParseListQuery(resourceapi.Users, url.Values{"status": {"all"}})
+				lq, err := resourceapi.NewListQuery(resourceapi.Users, resourceapi.ListQuery{})
 				if err != nil {
 					t.Fatal(err)
 				}

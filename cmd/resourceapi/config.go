@@ -1,10 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/netip"
 	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -18,10 +23,11 @@ import (
 // here and only here.
 type config struct {
 	Addr            string         // RESOURCEAPI_ADDR
-	DatabaseURL     string         // RESOURCEAPI_DATABASE_URL: postgres://... or a SQLite path
+	DatabaseURL     string         // RESOURCEAPI_DATABASE_URL: postgres://... or a SQLite path (see checkDatabaseURL)
 	SQLiteSync      string         // RESOURCEAPI_SQLITE_SYNC: full or normal
 	SQLiteCache     int            // RESOURCEAPI_SQLITE_CACHE: cache entries (records, list pages); 0 turns the cache off
 	AdminEmail      string         // RESOURCEAPI_ADMIN_EMAIL
+	AdminEmailSet   bool           // RESOURCEAPI_ADMIN_EMAIL was set (not the default)
 	AdminPassword   string         // RESOURCEAPI_ADMIN_PASSWORD
 	Vendor          string         // RESOURCEAPI_API_VENDOR
 	CORSOrigins     []string       // RESOURCEAPI_CORS_ORIGINS, comma-separated
@@ -85,7 +91,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	str("RESOURCEAPI_ADDR", &cfg.Addr)
 	str("RESOURCEAPI_DATABASE_URL", &cfg.DatabaseURL)
+	if why := checkDatabaseURL(cfg.DatabaseURL); why != "" {
+		errs = append(errs, why)
+	}
 	str("RESOURCEAPI_ADMIN_EMAIL", &cfg.AdminEmail)
+	cfg.AdminEmailSet = strings.TrimSpace(getenv("RESOURCEAPI_ADMIN_EMAIL")) != ""
 	str("RESOURCEAPI_API_VENDOR", &cfg.Vendor)
 	str("RESOURCEAPI_REDIS_URL", &cfg.RedisURL)
 	cfg.AdminPassword = getenv("RESOURCEAPI_ADMIN_PASSWORD")
@@ -254,6 +264,29 @@ func loadConfig(getenv func(string) string) (config, error) {
 	return cfg, nil
 }
 
+// databaseForms is what RESOURCEAPI_DATABASE_URL accepts, for messages.
+const databaseForms = "postgres://user:password@host:5432/name (or postgresql://...) for PostgreSQL; " +
+	"a file path, sqlite:path, sqlite:///absolute/path or file:path for SQLite"
+
+// urlScheme matches what RFC 3986 allows as a URL scheme before "://".
+var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
+
+// checkDatabaseURL returns why u is not a database URL the program serves,
+// or "". A URL of another scheme (mysql://, a misspelt postgress://) is a
+// mistake, never a SQLite file named after it.
+func checkDatabaseURL(u string) string {
+	m := urlScheme.FindString(u)
+	if m == "" {
+		return ""
+	}
+	switch m {
+	case "postgres://", "postgresql://", "sqlite://", "file://":
+		return ""
+	}
+	// Only the scheme: the rest may hold a password.
+	return fmt.Sprintf("RESOURCEAPI_DATABASE_URL: %q is not a database this program serves; use %s", m, databaseForms)
+}
+
 // postgres reports whether the database URL names a PostgreSQL server.
 func (c config) postgres() bool {
 	return strings.HasPrefix(c.DatabaseURL, "postgres://") || strings.HasPrefix(c.DatabaseURL, "postgresql://")
@@ -263,10 +296,52 @@ func (c config) postgres() bool {
 // sqlite: or file: URL of one.
 func (c config) sqlitePath() string {
 	p := c.DatabaseURL
-	for _, prefix := range []string{"sqlite://", "sqlite:", "file:"} {
+	for _, prefix := range []string{"sqlite://", "sqlite:", "file://", "file:"} {
 		if rest, ok := strings.CutPrefix(p, prefix); ok {
 			return rest
 		}
 	}
 	return p
+}
+
+// describeDatabase names the database for people, without credentials:
+// the absolute path of a SQLite file, or a PostgreSQL server's host, port
+// and database.
+func (c config) describeDatabase() string {
+	if c.postgres() {
+		u, err := url.Parse(c.DatabaseURL)
+		if err != nil {
+			return "PostgreSQL"
+		}
+		return "PostgreSQL " + (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
+	}
+	return "SQLite " + absPath(c.sqlitePath())
+}
+
+func absPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}
+
+// requireSQLiteFile fails unless the SQLite file of the configuration
+// exists: every command but serve and migrate works on an existing database
+// and never creates one, which would be a database no server uses.
+func (c config) requireSQLiteFile() error {
+	path := c.sqlitePath()
+	_, err := os.Stat(path)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("database: %w", err)
+	}
+	where := "RESOURCEAPI_DATABASE_URL=" + c.DatabaseURL
+	if c.DatabaseURL == defaultSQLitePath {
+		where = "the default " + defaultSQLitePath + ", in the working directory"
+	}
+	return fmt.Errorf("no SQLite database at %s (%s); this command works on an existing database and never creates one. "+
+		"Set RESOURCEAPI_DATABASE_URL to the server's database (%s), or create this one with 'resourceapi migrate'",
+		absPath(path), where, databaseForms)
 }

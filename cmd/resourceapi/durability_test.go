@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -19,25 +18,41 @@ import (
 	"github.com/resourceapi/resourceapi/postgres/pgtest"
 )
 
-// buildBinary compiles the command once per test binary.
+// buildBinary compiles the command once per test binary; TestMain removes
+// it.
 var buildBinary = sync.OnceValues(func() (string, error) {
+	return build(binDir())
+})
+
+// binDir returns the directory of the test binary's builds, made once.
+var binDir = sync.OnceValue(func() string {
 	dir, err := os.MkdirTemp("", "resourceapi-bin-")
 	if err != nil {
-		return "", err
+		panic(err)
 	}
+	return dir
+})
+
+// build compiles the command into dir with extra go build flags.
+func build(dir string, flags ...string) (string, error) {
 	bin := filepath.Join(dir, "resourceapi")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if len(flags) > 0 {
+		bin += "-" + strings.NewReplacer("/", "_", " ", "_", "=", "_").Replace(strings.Join(flags, "_"))
+	}
+	args := append(append([]string{"build", "-o", bin}, flags...), ".")
+	out, err := exec.Command("go", args...).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
 	}
 	return bin, nil
-})
+}
 
 // process is a resourceapi server running as a child process.
 type process struct {
 	cmd    *exec.Cmd
 	URL    string
-	stderr *bytes.Buffer
+	stderr *logBuffer
+	done   chan struct{} // closed when the process's stderr is closed
 	// Key is the API key of the admin the first start on a database
 	// created and printed; "" on later starts.
 	Key string
@@ -56,27 +71,45 @@ func mustStart(t *testing.T, env ...string) *process {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return mustStartBinary(t, bin, env...)
+}
+
+// mustStartBinary is mustStart with the binary bin.
+func mustStartBinary(t *testing.T, bin string, env ...string) *process {
+	t.Helper()
+	p, err := start(bin, env...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.kill() })
+	return p
+}
+
+// start starts the binary bin with env added to a minimal environment and
+// waits until it listens, or fails with what it printed.
+func start(bin string, env ...string) (*process, error) {
 	cmd := exec.Command(bin)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "RESOURCEAPI_ADDR=127.0.0.1:0",
 		"RESOURCEAPI_ACCESS_LOG=false", "RESOURCEAPI_ADMIN_PASSWORD=correct horse battery",
 		"RESOURCEAPI_RATE_LIMIT=0"}, env...)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	p := &process{cmd: cmd, stderr: new(bytes.Buffer)}
-	t.Cleanup(func() { p.kill() })
+	p := &process{cmd: cmd, stderr: new(logBuffer), done: make(chan struct{})}
 	addr := make(chan string, 1)
+	var key string
 	go func() {
+		defer close(p.done)
 		sc := bufio.NewScanner(pipe)
 		for sc.Scan() {
 			line := sc.Text()
-			p.stderr.WriteString(line + "\n")
+			p.stderr.Write([]byte(line + "\n"))
 			if m := printedKey.FindStringSubmatch(line); m != nil {
-				p.Key = m[1]
+				key = m[1]
 			}
 			if m := listening.FindStringSubmatch(line); m != nil {
 				addr <- m[1]
@@ -87,13 +120,42 @@ func mustStart(t *testing.T, env ...string) *process {
 	select {
 	case a, ok := <-addr:
 		if !ok {
-			t.Fatalf("server exited before listening:\n%s", p.stderr)
+			p.wait()
+			return p, fmt.Errorf("server exited before listening:\n%s", p.stderr)
 		}
-		p.URL = "http://" + a
+		p.URL, p.Key = "http://"+a, key
 	case <-time.After(60 * time.Second):
-		t.Fatalf("server did not listen within a minute:\n%s", p.stderr)
+		p.kill()
+		return p, fmt.Errorf("server did not listen within a minute:\n%s", p.stderr)
 	}
-	return p
+	return p, nil
+}
+
+// stop stops the server as an operator does (SIGTERM), waits until it has
+// exited, and returns everything it wrote to stderr.
+func (p *process) stop(t *testing.T) string {
+	t.Helper()
+	if p.cmd.ProcessState == nil {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(60 * time.Second):
+			p.kill()
+			t.Fatalf("the server did not stop within a minute of SIGTERM:\n%s", p.stderr)
+		}
+		if err := p.cmd.Wait(); err != nil {
+			t.Errorf("server exit: %v\n%s", err, p.stderr)
+		}
+	}
+	return p.stderr.String()
+}
+
+// wait waits until the process has exited and its stderr is read.
+func (p *process) wait() {
+	<-p.done
+	if p.cmd.ProcessState == nil {
+		p.cmd.Wait()
+	}
 }
 
 // do sends a request with the API key key.
@@ -112,7 +174,7 @@ func (p *process) do(method, path, body, key string) (*http.Response, error) {
 func (p *process) kill() {
 	if p.cmd.Process != nil && p.cmd.ProcessState == nil {
 		p.cmd.Process.Signal(syscall.SIGKILL)
-		p.cmd.Wait()
+		p.wait()
 	}
 }
 

@@ -1,21 +1,23 @@
-// Command resourceapi serves the users-and-posts API over REST (and, in later
-// releases, GraphQL and OAuth) on one listener, on an embedded SQLite file by
-// default or on PostgreSQL.
+// Command resourceapi serves the users-and-posts API over REST, GraphQL and
+// OAuth 2.0 on one listener, on an embedded SQLite file by default or on
+// PostgreSQL, and manages its database.
 //
 // Usage:
 //
-//	resourceapi [serve]   run the server (the default)
-//	resourceapi migrate   bring the database schema up to date and exit
+//	resourceapi [serve]         run the server (the default)
+//	resourceapi migrate         create the database or bring its schema up to date
+//	resourceapi version         print the version and build
+//	resourceapi help [command]  list the commands, or one command's usage and flags
 //
-// Configuration comes from RESOURCEAPI_* environment variables: see config.go
-// and the README.
+// and the management commands (seed, backup, user, apikey, client) that
+// resourceapi help lists. Configuration comes from RESOURCEAPI_* environment
+// variables: see config.go, the README and docs/operations.md.
 package main
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -34,6 +36,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "resourceapi:", err)
 		var usage usageError
 		if errors.As(err, &usage) {
+			if usage.usage != "" {
+				fmt.Fprintf(os.Stderr, "\n%s", usage.usage)
+			}
 			os.Exit(2)
 		}
 		os.Exit(1)
@@ -44,55 +49,3 @@ func main() {
 type quietRedis struct{}
 
 func (quietRedis) Printf(context.Context, string, ...any) {}
-
-// usageError is a mistake in the command line.
-type usageError string
-
-func (e usageError) Error() string { return string(e) }
-
-// run is the whole program, with its environment passed in so tests can run
-// it in-process.
-func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	cfg, err := loadConfig(getenv)
-	if err != nil {
-		return err
-	}
-	cmd := "serve"
-	if len(args) > 0 {
-		cmd, args = args[0], args[1:]
-	}
-	switch cmd {
-	case "user", "apikey", "client":
-		return manage(ctx, cfg, cmd, args, stdin, stdout, stderr)
-	}
-	if len(args) > 0 {
-		return usageError(fmt.Sprintf("%s takes no arguments; configuration comes from RESOURCEAPI_* variables", cmd))
-	}
-	switch cmd {
-	case "serve":
-		return serve(ctx, cfg, stderr)
-	case "migrate":
-		return migrate(ctx, cfg, stderr)
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, usage)
-		return nil
-	}
-	return usageError(fmt.Sprintf("unknown command %q\n%s", cmd, usage))
-}
-
-const usage = `usage: resourceapi [command]
-
-  serve       run the server (the default)
-  migrate     bring the database schema up to date and exit
-
-  user create --email E --name N [--role R]... [--permission P]... [--password-stdin]
-  apikey create --user <email> [--name N]      prints the key, once, on its last line
-  apikey list [--user <email>]
-  apikey revoke <id>...
-  client create --name N --grant G... [--redirect-uri U]... [--public]
-                                               prints client_id: and client_secret:
-
-The management commands work on the configured database, also while a
-server runs on it. Configuration is read from RESOURCEAPI_* environment
-variables (see README).
-`

@@ -51,6 +51,7 @@ func TestManage(t *testing.T) {
 	for name, database := range dbs {
 		t.Run(name, func(t *testing.T) {
 			kv := map[string]string{"RESOURCEAPI_DATABASE_URL": database(t)}
+			mustRun(t, kv, "", "migrate") // the management commands never create a database
 
 			out := mustRun(t, kv, "a long passphrase\n", "user", "create", "--email", "ann@example.com", "--name", "Ann",
 				"--role", "editor", "--permission", "orders:write", "--password-stdin")

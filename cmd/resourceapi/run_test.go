@@ -57,6 +57,8 @@ func TestConfigErrors(t *testing.T) {
 		"ws addr":  {"RESOURCEAPI_WS_MAX_PER_ADDR": "many"},
 		"response": {"RESOURCEAPI_GRAPHQL_MAX_RESPONSE_BYTES": "100"},
 		"records":  {"RESOURCEAPI_GRAPHQL_MAX_RECORDS": "many"},
+		"scheme":   {"RESOURCEAPI_DATABASE_URL": "postgress://u:p@localhost/db"},
+		"mysql":    {"RESOURCEAPI_DATABASE_URL": "mysql://u:p@localhost/db"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := loadConfig(env(kv)); err == nil {
@@ -100,6 +102,7 @@ func TestSQLitePath(t *testing.T) {
 		"sqlite:///tmp/x.db": "/tmp/x.db",
 		"sqlite:rel.db":      "rel.db",
 		"file:/tmp/y.db":     "/tmp/y.db",
+		"file:///tmp/z.db":   "/tmp/z.db",
 	} {
 		if got := (config{DatabaseURL: in}).sqlitePath(); got != want {
 			t.Errorf("sqlitePath(%q) = %q, want %q", in, got, want)

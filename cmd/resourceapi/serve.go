@@ -4,12 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	nethttp "net/http"
-	"runtime/debug"
 	"time"
 
 	"github.com/resourceapi/resourceapi"
@@ -41,15 +41,6 @@ func newLogger(cfg config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// openStoreBeside opens the configured database for a management command,
-// which may run beside a server (see sqlite.Options.Beside).
-func openStoreBeside(ctx context.Context, cfg config) (store, error) {
-	if cfg.postgres() {
-		return postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{MaxConns: 2})
-	}
-	return sqlite.Open(ctx, cfg.sqlitePath(), sqlite.Options{Beside: true})
-}
-
 // openStore opens and migrates the configured database. log receives the
 // store's warnings (a database outage).
 func openStore(ctx context.Context, cfg config, log *slog.Logger) (store, error) {
@@ -65,6 +56,47 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger) (store, error)
 		cache = -1 // sqlite.Options: negative turns the cache off
 	}
 	return sqlite.Open(ctx, cfg.sqlitePath(), sqlite.Options{Sync: sync, CacheRecords: cache})
+}
+
+var serveCommand = &command{
+	name:    "serve",
+	summary: "run the server (the default command)",
+	about: `Run the server until SIGINT or SIGTERM: REST under /api, GraphQL at
+/graphql, the OAuth 2.0 server under /oauth, on RESOURCEAPI_ADDR (:8080).
+
+On a database without an admin (the first start) it creates the first admin
+user and prints, once, to stderr, its email, password (generated unless
+RESOURCEAPI_ADMIN_PASSWORD is set) and an API key. It creates a SQLite
+database that does not exist, with its directory, and brings the schema
+up to date. It takes no flags or arguments: the configuration comes from
+RESOURCEAPI_* environment variables.`,
+	setup: func(fs *flag.FlagSet) action {
+		return func(ctx context.Context, e *invocation, args []string) error {
+			cfg, err := loadConfig(e.getenv)
+			if err != nil {
+				return err
+			}
+			return serve(ctx, cfg, e.stderr)
+		}
+	},
+}
+
+var migrateCommand = &command{
+	name:    "migrate",
+	summary: "create the database or bring its schema up to date, and exit",
+	about: `Create the database (a SQLite file and its directory) if it does not exist,
+bring its schema up to date, and exit. serve does the same when it starts;
+migrate lets a deployment do it as a separate step. It refuses a SQLite file
+that a server holds: stop the server first.`,
+	setup: func(fs *flag.FlagSet) action {
+		return func(ctx context.Context, e *invocation, args []string) error {
+			cfg, err := loadConfig(e.getenv)
+			if err != nil {
+				return err
+			}
+			return migrate(ctx, cfg, e.stderr)
+		}
+	},
 }
 
 func migrate(ctx context.Context, cfg config, stderr io.Writer) error {
@@ -93,6 +125,20 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	defer out.Close()
 	stderr = out.Unbuffered()
 	log := newLogger(cfg, stderr)
+	b := readBuild()
+	log.Info("starting", "version", b.String(), "database", cfg.describeDatabase())
+	// Everything that can fail comes before the first admin is created and
+	// its password and key printed "once": the admin's settings, the
+	// address, the database, Redis. Only then does bootstrapAdmin run.
+	firstAdmin, err := firstAdminRecord(cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (RESOURCEAPI_ADDR): %w", cfg.Addr, err)
+	}
+	defer ln.Close()
 	db, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -104,9 +150,6 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	}()
 	hasher := argon2id.New()
 	service := resourceapi.NewService(db, hasher)
-	if err := bootstrapAdmin(ctx, cfg, service, stderr); err != nil {
-		return err
-	}
 	id, err := newIdentity(ctx, cfg, db, hasher, log)
 	if err != nil {
 		return err
@@ -161,7 +204,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		ClientIP: func(r *nethttp.Request) string {
 			return http.ClientAddr(r, cfg.TrustedProxies).String()
 		},
-		Version: version(),
+		Version: b.String(),
 		Origins: cfg.CORSOrigins,
 		WebSocket: graph.WebSocketOptions{
 			MaxPerCaller: noCapIfZero(cfg.WSMaxPerUser),
@@ -186,10 +229,6 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		Vendor:         cfg.Vendor,
 		CORSOrigins:    cfg.CORSOrigins,
 	})
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
 	// Long-lived requests (subscriptions) watch baseCtx: it ends after the
 	// graceful shutdown has let ordinary requests finish.
 	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
@@ -207,7 +246,10 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	// net/http does not track hijacked connections: the subscriptions'
 	// are closed when the shutdown begins.
 	srv.RegisterOnShutdown(gql.Shutdown)
-	log.Info("listening", "addr", ln.Addr().String(), "database", cfg.describeDatabase())
+	if err := bootstrapAdmin(ctx, cfg, firstAdmin, service, hasher, stderr, log); err != nil {
+		return err
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "database", cfg.describeDatabase(), "version", b.String())
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -230,23 +272,6 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	}
 	log.Info("stopped")
 	return nil
-}
-
-// describeDatabase names the database for logs without its credentials.
-func (c config) describeDatabase() string {
-	if c.postgres() {
-		return "postgres"
-	}
-	return "sqlite:" + c.sqlitePath()
-}
-
-// version returns the module version the binary was built from, or
-// "(devel)" for a build from a work tree.
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }
 
 // noCapIfZero maps a setting's 0 (no cap) to graph's negative.
