@@ -239,7 +239,11 @@ func TestSubscriptionEndsWithItsCredential(t *testing.T) {
 			})
 			t.Run("token expired", func(t *testing.T) {
 				exp := time.Now().Add(2 * time.Second)
-				tok, err := s.tokens.Issue(resourceapi.Claims{Subject: "1", Name: "Test Admin", ExpiresAt: exp})
+				acct, err := s.service.Store().(resourceapi.IdentityStore).AccountByID(t.Context(), 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tok, err := s.tokens.Issue(resourceapi.Claims{Subject: "1", Name: "Test Admin", ExpiresAt: exp, Stamp: acct.Stamp})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -12,6 +12,7 @@ import (
 	"github.com/resourceapi/resourceapi"
 	"github.com/resourceapi/resourceapi/inmem"
 	"github.com/resourceapi/resourceapi/sqlite"
+	"github.com/resourceapi/resourceapi/storetest"
 )
 
 func mustValidUser(tb testing.TB, name, email string) resourceapi.Record {
@@ -67,7 +68,7 @@ func TestEventsOfAFailedBatch(t *testing.T) {
 	}
 	for _, ev := range mustDrain(t, db) {
 		want, ok := created[ev.Record.ID()]
-		if !ok || !reflect.DeepEqual(ev.Record, want) {
+		if !ok || !reflect.DeepEqual(ev.Record, storetest.Shown(resourceapi.Users, want)) {
 			t.Fatalf("event %d holds %v: no committed create returned it", ev.ID, ev.Record)
 		}
 		delete(created, ev.Record.ID())
