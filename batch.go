@@ -28,7 +28,7 @@ type BatchStore interface {
 // no record, CodeForbidden for one c may not read). The permission is
 // checked once and the store reads every record in one query.
 func (s *Service) GetEach(ctx context.Context, c *Caller, res *Resource, ids []int64) (recs []Record, errs []error) {
-	err := s.read(ctx, c, func(ctx context.Context, c *Caller) error {
+	err := s.readConfirmed(ctx, c, func(ctx context.Context, c *Caller) error {
 		recs, errs = s.getEachAs(ctx, c, res, ids)
 		return nil
 	})
@@ -51,9 +51,9 @@ func (s *Service) getEachAs(ctx context.Context, c *Caller, res *Resource, ids [
 	for i, id := range ids {
 		rec := byID[id]
 		if rec == nil {
-			err = notFound(res)
+			err = ErrNotFound(res)
 		} else {
-			err = s.check(c, res, OpRead, a, Item{ID: id}, rec)
+			err = s.check(c, res, OpRead, a, Address{ID: id}, rec)
 		}
 		if err != nil {
 			if errs == nil {
@@ -100,7 +100,7 @@ func (s *Service) getMany(ctx context.Context, res *Resource, ids []int64) (map[
 // GetEach: nil, or one error per parent (a private resource's records of
 // another user are CodeForbidden to anyone but an admin).
 func (s *Service) ListEach(ctx context.Context, c *Caller, res *Resource, parents []int64, q ListQuery) (lists [][]Record, errs []error) {
-	err := s.read(ctx, c, func(ctx context.Context, c *Caller) error {
+	err := s.readConfirmed(ctx, c, func(ctx context.Context, c *Caller) error {
 		lists, errs = s.listEachAs(ctx, c, res, parents, q)
 		return nil
 	})
@@ -217,22 +217,3 @@ func fill(n int, err error) []error {
 	}
 	return errs
 }
-
-// Versioner is implemented by stores that can tell, without a query,
-// whether the records of resources may have changed: a store whose every
-// write goes through it or is reported to it (package sqlite). Front doors
-// use it to keep what they computed from those records for exactly as long
-// as it is current (GraphQL's users cache).
-type Versioner interface {
-	// Version returns a value that differs from every earlier one once a
-	// write that may change a record of any of res has begun, by this
-	// process or, where the store can tell, another; ok is false when it
-	// cannot tell now (a write of one of them is in flight, or the store
-	// cannot know), and then nothing should be kept or served on its
-	// strength. Comparing two values with == says whether anything changed
-	// between them.
-	Version(res ...*Resource) (v Version, ok bool)
-}
-
-// Version is a Versioner's value for a set of resources.
-type Version [4]uint64

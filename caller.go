@@ -80,7 +80,7 @@ type Caller struct {
 	Permissions map[Permission]bool
 
 	// provisional is set on a caller authenticated from a cached account
-	// (AuthenticateCached), which the Service confirms before it answers.
+	// (Service.Authenticate), which the Service confirms before it answers.
 	provisional *provisional
 }
 

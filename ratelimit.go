@@ -95,10 +95,10 @@ func (b *ClientBudget) Count(ctx context.Context) (RateDecision, error) {
 	return b.take(ctx)
 }
 
-// verify takes from the budget for one more password verification, and
+// Verify takes from the budget for one more password verification, and
 // fails with CodeRateLimited when the budget is spent. A limiter that
 // cannot decide refuses nothing.
-func (b *ClientBudget) verify(ctx context.Context) error {
+func (b *ClientBudget) Verify(ctx context.Context) error {
 	if b.limiter == nil {
 		return nil
 	}
@@ -138,9 +138,9 @@ func WithClientBudget(ctx context.Context, b *ClientBudget) context.Context {
 	return context.WithValue(ctx, clientBudgetKey{}, b)
 }
 
-// clientBudgetFrom returns the budget WithClientBudget put in ctx, or nil
+// ClientBudgetFrom returns the budget WithClientBudget put in ctx, or nil
 // (requests are not limited).
-func clientBudgetFrom(ctx context.Context) *ClientBudget {
+func ClientBudgetFrom(ctx context.Context) *ClientBudget {
 	b, _ := ctx.Value(clientBudgetKey{}).(*ClientBudget)
 	return b
 }

@@ -504,10 +504,6 @@ func (a Access) restricts(op Op) bool {
 	return a.Private
 }
 
-// Restricts reports whether only a record's owner (or an admin) may perform
-// op on it, whatever their permissions.
-func (a Access) Restricts(op Op) bool { return a.restricts(op) }
-
 // selfMay reports whether a record's owner may perform op without the
 // permission.
 func (a Access) selfMay(op Op) bool { return slices.Contains(a.Self, op) }
@@ -566,10 +562,7 @@ func (r *Resource) ParentOf(rec Record) int64 {
 
 // ParentResource returns the resource records are nested under in paths
 // (the resource the Parent field references), or nil.
-func (r *Resource) ParentResource() *Resource { return r.parentResource() }
-
-// parentResource returns the resource of the parent field, or nil.
-func (r *Resource) parentResource() *Resource {
+func (r *Resource) ParentResource() *Resource {
 	if r.Parent == "" {
 		return nil
 	}

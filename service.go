@@ -15,7 +15,7 @@ import (
 // store a write whose record-dependent rules run inside the write
 // transaction, together with the caller's own precondition (If-Match).
 //
-// Transports only translate: a request into a caller, a resource, an Item and
+// Transports only translate: a request into a caller, a resource, an Address and
 // a Record; the *Error this returns into their own format.
 type Service struct {
 	store  Store
@@ -23,7 +23,7 @@ type Service struct {
 	// identity shares the reads of the identity version among the
 	// sessions Confirm keeps current (session.go).
 	identity identityWatch
-	auth     *Authenticator
+	auth     Authenticator
 }
 
 // NewService returns the rule layer over store. hasher hashes password
@@ -36,21 +36,30 @@ func NewService(store Store, hasher PasswordHasher) *Service {
 // current passwords writes confirm with (Resource.Confirm), with the
 // throttling of sign-ins. Call it before the service serves requests;
 // without it, a write that sends a current password fails.
-func (s *Service) SetAuthenticator(a *Authenticator) { s.auth = a }
+func (s *Service) SetAuthenticator(a Authenticator) { s.auth = a }
+
+// Authenticator returns the Authenticator the service was given, for the
+// doors that sign people in themselves (the OAuth server); nil without one.
+func (s *Service) Authenticator() Authenticator { return s.auth }
 
 // Store returns the store the service writes to, for the work that is not a
 // resource operation (authentication's lookups).
 func (s *Service) Store() Store { return s.store }
 
-// Item addresses one record: its id and, on a nested path such as
+// Address names one record: its id and, on a nested path such as
 // /users/{parent}/orders/{id}, the parent the record must belong to (0 when
 // not nested).
-type Item struct {
+type Address struct {
 	ID     int64
 	Parent int64
 }
 
 var errUnauthenticated = Errorf(CodeUnauthenticated, "Authentication required")
+
+// ErrUnauthenticated returns the error of a request that needs a caller and
+// has none, for the transports that refuse such a request before it reaches
+// the Service.
+func ErrUnauthenticated() error { return errUnauthenticated }
 
 // allowed is the outcome of the permission check that does not need the
 // stored record.
@@ -85,12 +94,12 @@ func (s *Service) permit(c *Caller, res *Resource, op Op) (allowed, error) {
 // check applies the rules that need the record as stored (cur), for op by c
 // with the outcome a of permit: the record must belong to item's parent,
 // and to the caller when only its owner may perform op.
-func (s *Service) check(c *Caller, res *Resource, op Op, a allowed, item Item, cur Record) error {
+func (s *Service) check(c *Caller, res *Resource, op Op, a allowed, item Address, cur Record) error {
 	if cur == nil {
 		return nil
 	}
 	if item.Parent != 0 && res.ParentOf(cur) != item.Parent {
-		return notFound(res)
+		return ErrNotFound(res)
 	}
 	owner := res.OwnerOf(cur)
 	mine := owner != 0 && owner == c.UserID
@@ -117,7 +126,7 @@ func (o Op) verb() string {
 // records when parent is not 0 (a nested collection). On a resource whose
 // records are private, a caller who is not an admin sees only their own.
 func (s *Service) List(ctx context.Context, c *Caller, res *Resource, parent int64, q ListQuery) (page Page, err error) {
-	err = s.read(ctx, c, func(ctx context.Context, c *Caller) error {
+	err = s.readConfirmed(ctx, c, func(ctx context.Context, c *Caller) error {
 		page, err = s.list(ctx, c, res, parent, q)
 		return err
 	})
@@ -155,9 +164,9 @@ func (s *Service) list(ctx context.Context, c *Caller, res *Resource, parent int
 // requireParent fails with CodeNotFound when the parent of a nested path does
 // not exist.
 func (s *Service) requireParent(ctx context.Context, c *Caller, res *Resource, parent int64) error {
-	p := res.parentResource()
+	p := res.ParentResource()
 	if p == nil {
-		return notFound(res)
+		return ErrNotFound(res)
 	}
 	if _, err := s.store.Get(ctx, p, parent); err != nil {
 		return err
@@ -166,15 +175,15 @@ func (s *Service) requireParent(ctx context.Context, c *Caller, res *Resource, p
 }
 
 // Get returns one record.
-func (s *Service) Get(ctx context.Context, c *Caller, res *Resource, item Item) (rec Record, err error) {
-	err = s.read(ctx, c, func(ctx context.Context, c *Caller) error {
+func (s *Service) Get(ctx context.Context, c *Caller, res *Resource, item Address) (rec Record, err error) {
+	err = s.readConfirmed(ctx, c, func(ctx context.Context, c *Caller) error {
 		rec, err = s.get(ctx, c, res, item)
 		return err
 	})
 	return rec, err
 }
 
-func (s *Service) get(ctx context.Context, c *Caller, res *Resource, item Item) (Record, error) {
+func (s *Service) get(ctx context.Context, c *Caller, res *Resource, item Address) (Record, error) {
 	a, err := s.permit(c, res, OpRead)
 	if err != nil {
 		return nil, err
@@ -184,7 +193,7 @@ func (s *Service) get(ctx context.Context, c *Caller, res *Resource, item Item) 
 		return nil, err
 	}
 	if res.HiddenFrom(c, rec) {
-		return nil, notFound(res)
+		return nil, ErrNotFound(res)
 	}
 	if err := s.check(c, res, OpRead, a, item, rec); err != nil {
 		return nil, err
@@ -248,7 +257,7 @@ func (s *Service) create(ctx context.Context, c *Caller, res *Resource, parent i
 	out, err := s.store.Create(ctx, res, rec)
 	if err != nil {
 		if parent != 0 && isReferenceError(err, res.Parent) {
-			return nil, notFound(res.parentResource())
+			return nil, ErrNotFound(res.ParentResource())
 		}
 		return nil, err
 	}
@@ -291,7 +300,7 @@ func (s *Service) CreateFirst(ctx context.Context, c *Caller, res *Resource, rec
 // (created is then true). cond, when not nil, is the caller's own
 // precondition (If-Match), checked inside the write transaction after the
 // rules.
-func (s *Service) Replace(ctx context.Context, c *Caller, res *Resource, item Item, rec Record, cond Condition) (_ Record, created bool, _ error) {
+func (s *Service) Replace(ctx context.Context, c *Caller, res *Resource, item Address, rec Record, cond Condition) (_ Record, created bool, _ error) {
 	c, err := current(ctx, c)
 	if err != nil {
 		return nil, false, err
@@ -329,7 +338,7 @@ func (s *Service) Replace(ctx context.Context, c *Caller, res *Resource, item It
 
 // Update changes the fields present in patch of record item.ID. cond is as
 // for Replace.
-func (s *Service) Update(ctx context.Context, c *Caller, res *Resource, item Item, patch Record, cond Condition) (Record, error) {
+func (s *Service) Update(ctx context.Context, c *Caller, res *Resource, item Address, patch Record, cond Condition) (Record, error) {
 	c, err := current(ctx, c)
 	if err != nil {
 		return nil, err
@@ -357,7 +366,7 @@ func (s *Service) Update(ctx context.Context, c *Caller, res *Resource, item Ite
 
 // Delete removes record item.ID and everything that belongs to it. cond is as
 // for Replace.
-func (s *Service) Delete(ctx context.Context, c *Caller, res *Resource, item Item, cond Condition) error {
+func (s *Service) Delete(ctx context.Context, c *Caller, res *Resource, item Address, cond Condition) error {
 	c, err := current(ctx, c)
 	if err != nil {
 		return err
@@ -377,10 +386,10 @@ func (s *Service) Delete(ctx context.Context, c *Caller, res *Resource, item Ite
 // what the write sets, and confirmed whether it carried the caller's current
 // password, rightly (confirm): a change of the caller's own record that
 // Resource.Confirm lists needs it, which only the stored record tells.
-func (s *Service) guard(c *Caller, res *Resource, op Op, a allowed, item Item, cond Condition, rec Record, confirmed bool) Condition {
+func (s *Service) guard(c *Caller, res *Resource, op Op, a allowed, item Address, cond Condition, rec Record, confirmed bool) Condition {
 	return func(cur Record) error {
 		if cur == nil && a == ifOwner && op != OpReplace || res.HiddenFrom(c, cur) {
-			return notFound(res)
+			return ErrNotFound(res)
 		}
 		if cur == nil && op == OpReplace && !res.CreatableByPut() {
 			return Errorf(CodeNotFound, "%s not found; a new %s is created with POST, which generates its secrets",
@@ -514,11 +523,11 @@ func (s *Service) EndSessions(ctx context.Context, c *Caller, id int64) error {
 // the parent, and a body that names another is refused.
 func (s *Service) setParent(res *Resource, rec Record, parent int64) error {
 	if res.Parent == "" {
-		return notFound(res)
+		return ErrNotFound(res)
 	}
 	if v, ok := rec[res.Parent]; ok && v != parent {
 		if n, isInt := v.(int64); !isInt || n != parent {
-			rec[res.Parent] = invalidValue{"does not match the " + res.parentResource().Singular + " in the path"}
+			rec[res.Parent] = invalidValue{"does not match the " + res.ParentResource().Singular + " in the path"}
 			return nil
 		}
 	}
@@ -657,12 +666,10 @@ func (s *Service) finish(res *Resource, rec Record) error {
 	return nil
 }
 
-func notFound(res *Resource) error {
+// ErrNotFound returns the error of an id that names no record of res.
+func ErrNotFound(res *Resource) error {
 	return Errorf(CodeNotFound, "%s not found", capitalize(res.Singular))
 }
-
-// NotFound returns the error of an id that names no record of res.
-func NotFound(res *Resource) error { return notFound(res) }
 
 // capitalize upper-cases the first letter of an ASCII word, for messages.
 func capitalize(s string) string {

@@ -29,7 +29,7 @@ import (
 // Session is the caller of a stream, kept current by Service.Confirm. It is
 // safe for concurrent use.
 type Session struct {
-	auth    *Authenticator
+	auth    Authenticator
 	cred    Credential
 	expires time.Time
 
@@ -44,28 +44,32 @@ type Session struct {
 }
 
 // Session authenticates cred, as Authenticate does, for a stream that keeps
-// its caller: the identity version is read first, so that any change after
-// it is seen by Confirm.
-func (a *Authenticator) Session(ctx context.Context, cred Credential) (*Session, error) {
-	s := &Session{auth: a, cred: cred}
-	if v, ok := a.store.(IdentityVersioner); ok {
+// its caller (a GraphQL subscription connection): the identity version is
+// read first, so that any change after it is seen by Confirm, and the
+// account is read from the database. A credential that ends on its own (a
+// bearer token, an API key with an expiry) ends the session then.
+func (s *Service) Session(ctx context.Context, cred Credential) (*Session, error) {
+	if cred.Scheme == SchemeNone {
+		return nil, errUnauthenticated
+	}
+	if s.auth == nil {
+		return nil, errInvalidCredential
+	}
+	sess := &Session{auth: s.auth, cred: cred}
+	if v, ok := s.store.(IdentityVersioner); ok {
 		version, err := v.IdentityVersion(ctx)
 		if err != nil {
 			return nil, err
 		}
-		s.version, s.known = version, true
+		sess.version, sess.known = version, true
 	}
-	acct, err := a.account(uncachedAccounts(ctx), cred)
+	acct, err := s.auth.Authenticate(UncachedAccounts(ctx), cred)
 	if err != nil {
 		return nil, err
 	}
-	s.caller = acct.Caller()
-	if cred.Scheme == SchemeBearer && a.tokens != nil {
-		if claims, err := a.tokens.Verify(cred.Secret); err == nil {
-			s.expires = claims.ExpiresAt
-		}
-	}
-	return s, nil
+	sess.caller = acct.Caller()
+	sess.expires = acct.ExpiresAt
+	return sess, nil
 }
 
 // Caller returns the session's caller as last confirmed.
@@ -110,7 +114,7 @@ func (s *Service) Confirm(ctx context.Context, sess *Session, since time.Time, r
 		return sess.refused
 	}
 	if !known || !sess.known || version != sess.version {
-		c, err := sess.auth.account(uncachedAccounts(ctx), sess.cred)
+		acct, err := sess.auth.Authenticate(UncachedAccounts(ctx), sess.cred)
 		switch ErrorCode(err) {
 		case "":
 		case CodeInvalidToken, CodeUnauthenticated:
@@ -119,7 +123,7 @@ func (s *Service) Confirm(ctx context.Context, sess *Session, since time.Time, r
 		default:
 			return err
 		}
-		sess.caller, sess.version, sess.known = c.Caller(), version, known
+		sess.caller, sess.version, sess.known = acct.Caller(), version, known
 		clear(sess.allowed)
 	}
 	if sess.allowed[res] {

@@ -46,7 +46,7 @@ func TestCachedAccounts(t *testing.T) {
 	ctx := context.Background()
 	change := func(patch resourceapi.Record) {
 		t.Helper()
-		if _, err := b.service.Update(ctx, resourceapi.SystemCaller(), resourceapi.Users, resourceapi.Item{ID: ann}, patch, nil); err != nil {
+		if _, err := b.service.Update(ctx, resourceapi.SystemCaller(), resourceapi.Users, resourceapi.Address{ID: ann}, patch, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

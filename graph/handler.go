@@ -44,10 +44,13 @@ const (
 type Options struct {
 	// Service is the rule layer every field goes through.
 	Service *resourceapi.Service
-	// Auth verifies the credentials of a WebSocket connection_init payload;
-	// without it such credentials are refused (credentials on the upgrade
-	// request are verified by package http before the handler sees them).
-	Auth *resourceapi.Authenticator
+	// ParseCredential reads a credential from the values of the X-API-Key
+	// and Authorization headers, or of the same keys of a WebSocket
+	// connection_init payload (http.ParseCredential); the Service then
+	// authenticates it (Service.Session). Without it, a connection_init
+	// credential is refused and a connection runs as the caller package
+	// http found on the upgrade request, unconfirmed.
+	ParseCredential func(apiKey, authorization []string) (resourceapi.Credential, error)
 	// Events delivers the committed writes subscriptions report; without
 	// it subscriptions fail with UNAVAILABLE.
 	Events resourceapi.Events
@@ -102,12 +105,6 @@ type Options struct {
 	// least recently used first out (default 1000; only documents of at
 	// most 4 KiB are kept).
 	QueryCacheSize int
-	// UsersCacheTTL is the longest a response of users is kept (default
-	// 60 s; negative: no cache), and UsersCacheBytes how many bytes of them
-	// (default 16 MiB). Only a store that implements resourceapi.Versioner
-	// (SQLite) gets the cache; see usercache.go and docs/graphql.md.
-	UsersCacheTTL   time.Duration
-	UsersCacheBytes int
 	// WebSocket holds the limits of subscription connections.
 	WebSocket WebSocketOptions
 }
@@ -155,8 +152,7 @@ type Handler struct {
 	exec   *handler.Server
 	sdl    []byte
 	assets http.Handler
-	users  *usersCache // nil: no users cache (see usercache.go)
-	conns  wsConns     // open subscription connections
+	conns  wsConns // open subscription connections
 	// writers send what subscription connections have queued.
 	writers writers
 	// renders shares renderings of events among subscriptions.
@@ -186,7 +182,6 @@ func New(cfg Options) *Handler {
 		h.logger = slog.New(slog.DiscardHandler)
 	}
 	h.sdl = schemaText()
-	h.users = newUsersCache(cfg.Service.Store(), cfg.UsersCacheTTL, cfg.UsersCacheBytes)
 	sub, err := fs.Sub(graphiqlFiles, "graphiql")
 	if err != nil {
 		panic(err)
@@ -235,10 +230,6 @@ func setDefaults(cfg *Options) {
 	def(&cfg.MaxQueryBytes, DefaultMaxQueryBytes)
 	def(&cfg.MaxTokens, DefaultMaxTokens)
 	def(&cfg.QueryCacheSize, DefaultQueryCacheSize)
-	if cfg.UsersCacheTTL == 0 {
-		cfg.UsersCacheTTL = 60 * time.Second
-	}
-	def(&cfg.UsersCacheBytes, 16<<20)
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/resourceapi/resourceapi"
 	"github.com/resourceapi/resourceapi/argon2id"
+	rauth "github.com/resourceapi/resourceapi/auth"
 	"github.com/resourceapi/resourceapi/graph"
 	rhttp "github.com/resourceapi/resourceapi/http"
 	"github.com/resourceapi/resourceapi/inmem"
@@ -125,20 +126,21 @@ func mustServerWith(tb testing.TB, st store, opts ...func(*graph.Options, *rhttp
 	if err != nil {
 		tb.Fatal(err)
 	}
-	auth, err := resourceapi.NewAuthenticator(resourceapi.AuthConfig{Store: st, Hasher: testHasher(), Tokens: tokens})
+	auth, err := rauth.New(rauth.Config{Store: st, Hasher: testHasher(), Tokens: tokens})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	svc := resourceapi.NewService(st, testHasher())
+	svc.SetAuthenticator(auth)
 	hub := inmem.NewHub()
 	tb.Cleanup(hub.Close)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	gopts := graph.Options{Service: svc, Auth: auth, Events: hub, Logger: logger, RequestID: rhttp.RequestID,
+	gopts := graph.Options{Service: svc, ParseCredential: rhttp.ParseCredential, Events: hub, Logger: logger, RequestID: rhttp.RequestID,
 		Version: "test"}
-	hcfg := rhttp.Config{Service: svc, Auth: auth, Logger: logger}
+	hcfg := rhttp.Config{Service: svc, Logger: logger}
 	relay := false
 	for _, o := range opts {
 		if o == nil {

@@ -36,7 +36,7 @@ func (r mutationResolver) UpdateUser(ctx context.Context, id string, name, email
 			patch[field] = *v
 		}
 	}
-	rec, err := r.h.cfg.Service.Update(ctx, c, resourceapi.Users, resourceapi.Item{ID: n}, patch, nil)
+	rec, err := r.h.cfg.Service.Update(ctx, c, resourceapi.Users, resourceapi.Address{ID: n}, patch, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func (r mutationResolver) DeleteUser(ctx context.Context, id string) (*bool, err
 		return nil, err
 	}
 	deleted := true
-	err = r.h.cfg.Service.Delete(ctx, c, resourceapi.Users, resourceapi.Item{ID: n}, nil)
+	err = r.h.cfg.Service.Delete(ctx, c, resourceapi.Users, resourceapi.Address{ID: n}, nil)
 	if resourceapi.ErrorCode(err) == resourceapi.CodeNotFound {
 		deleted = false
 	} else if err != nil {

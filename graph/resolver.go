@@ -138,7 +138,7 @@ func getOne(ctx context.Context, svc *resourceapi.Service, c *resourceapi.Caller
 	if b.reserve(1, 1) == 0 {
 		return nil, b.stopErr()
 	}
-	rec, err := svc.Get(ctx, c, res, resourceapi.Item{ID: id})
+	rec, err := svc.Get(ctx, c, res, resourceapi.Address{ID: id})
 	read := 0
 	if rec != nil {
 		read = 1

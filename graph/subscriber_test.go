@@ -196,7 +196,7 @@ func TestSubscriptionEndsWithItsCredential(t *testing.T) {
 				mustChange(t, "grant", updateRoles(s, u, resourceapi.RoleUser))
 				id, key := s.mustKey(u)
 				c := subscriber(t, map[string]any{"X-API-Key": key})
-				mustChange(t, "revoke", s.service.Delete(ctx, system, resourceapi.APIKeys, resourceapi.Item{ID: id}, nil))
+				mustChange(t, "revoke", s.service.Delete(ctx, system, resourceapi.APIKeys, resourceapi.Address{ID: id}, nil))
 				deliver()
 				c.mustCloseWith(4403)
 			})
@@ -205,7 +205,7 @@ func TestSubscriptionEndsWithItsCredential(t *testing.T) {
 				mustChange(t, "grant", updateRoles(s, u, resourceapi.RoleUser))
 				_, key := s.mustKey(u)
 				c := subscriber(t, map[string]any{"X-API-Key": key})
-				mustChange(t, "delete", s.service.Delete(ctx, system, resourceapi.Users, resourceapi.Item{ID: u}, nil))
+				mustChange(t, "delete", s.service.Delete(ctx, system, resourceapi.Users, resourceapi.Address{ID: u}, nil))
 				deliver()
 				c.mustCloseWith(4403)
 			})
@@ -213,7 +213,7 @@ func TestSubscriptionEndsWithItsCredential(t *testing.T) {
 				email := "basic-" + proto + "@test.example"
 				s.mustAccount("Basic", email, resourceapi.RoleUser)
 				c := subscriber(t, map[string]any{"Authorization": basic(email, "correct horse battery")})
-				_, err := s.service.Update(ctx, system, resourceapi.Users, resourceapi.Item{ID: s.ids[email]},
+				_, err := s.service.Update(ctx, system, resourceapi.Users, resourceapi.Address{ID: s.ids[email]},
 					resourceapi.Record{"password": "another horse battery"}, nil)
 				mustChange(t, "change the password", err)
 				deliver()
@@ -264,7 +264,7 @@ func updateRoles(s *server, id int64, roles ...string) error {
 		roles = []string{}
 	}
 	_, err := s.service.Update(context.Background(), resourceapi.SystemCaller(), resourceapi.Users,
-		resourceapi.Item{ID: id}, resourceapi.Record{"roles": roles}, nil)
+		resourceapi.Address{ID: id}, resourceapi.Record{"roles": roles}, nil)
 	return err
 }
 
@@ -289,7 +289,7 @@ func TestSubscriptionEndsWithItsCredentialAcrossInstances(t *testing.T) {
 			b.hub.Deliver(userEvent(int64(10*i+1), "Before"))
 			c.next()
 			mustChange(t, "revoke", a.service.Delete(context.Background(), resourceapi.SystemCaller(), resourceapi.APIKeys,
-				resourceapi.Item{ID: id}, nil))
+				resourceapi.Address{ID: id}, nil))
 			b.hub.Deliver(userEvent(int64(10*i+2), "After"))
 			c.mustCloseWith(4403)
 			waitFor(t, "no subscriber", func() bool { return b.hub.Subscribers("userCreated") == 0 })

@@ -91,8 +91,10 @@ func (t wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 	}
 	// The credential of the upgrade request, which package http verified
 	// already: kept to confirm the connection's caller later.
-	c.upgradeCred, c.upgradeErr = resourceapi.ParseCredential(r.Header.Values("X-Api-Key"), r.Header.Values("Authorization"))
-	c.upgradeCred.Client = c.client
+	if h.cfg.ParseCredential != nil {
+		c.upgradeCred, c.upgradeErr = h.cfg.ParseCredential(r.Header.Values("X-Api-Key"), r.Header.Values("Authorization"))
+		c.upgradeCred.Client = c.client
+	}
 	switch h.conns.add(c, h.cfg.WebSocket.MaxPerAddr) {
 	case addShuttingDown:
 		cancel()
@@ -403,8 +405,11 @@ func (h *Handler) authenticateInit(ctx context.Context, payload map[string]any, 
 	const invalid = "Forbidden: the credential is not valid"
 	var cred resourceapi.Credential
 	if len(apiKey)+len(authorization) > 0 {
+		if h.cfg.ParseCredential == nil {
+			return nil, nil, invalid
+		}
 		var err error
-		if cred, err = resourceapi.ParseCredential(apiKey, authorization); err != nil {
+		if cred, err = h.cfg.ParseCredential(apiKey, authorization); err != nil {
 			return nil, nil, invalid
 		}
 		cred.Client = c.client
@@ -414,15 +419,12 @@ func (h *Handler) authenticateInit(ctx context.Context, payload map[string]any, 
 			return nil, nil, invalid
 		case resourceapi.CallerFrom(ctx) == nil:
 			return nil, nil, "Forbidden: a credential is required"
-		case h.cfg.Auth == nil:
+		case h.cfg.ParseCredential == nil:
 			return ctx, nil, "" // verified by package http; nothing to confirm it by
 		}
 		cred = c.upgradeCred
 	}
-	if h.cfg.Auth == nil {
-		return nil, nil, invalid
-	}
-	sess, err := h.cfg.Auth.Session(ctx, cred)
+	sess, err := h.cfg.Service.Session(ctx, cred)
 	if err != nil {
 		return nil, nil, invalid
 	}
@@ -673,7 +675,7 @@ func (c *wsConn) sent(queue []wsPending) {
 func (c *wsConn) confirm(queue []wsPending) bool {
 	sess := c.session
 	if sess == nil {
-		return true // no session: the caller came without an Authenticator
+		return true // no session: the caller came without a credential parser
 	}
 	var since time.Time
 	for i := len(queue) - 1; i >= 0; i-- {

@@ -29,7 +29,7 @@ func (s *Server) identify(r *http.Request) {
 		return
 	}
 	h := r.Header
-	cred, err := resourceapi.ParseCredential(h["X-Api-Key"], h["Authorization"])
+	cred, err := ParseCredential(h["X-Api-Key"], h["Authorization"])
 	if err != nil {
 		info.authErr = err
 		return
@@ -38,33 +38,8 @@ func (s *Server) identify(r *http.Request) {
 		info.caller = benchAnonymous
 		return
 	}
-	if s.auth == nil {
-		info.authErr = resourceapi.ErrInvalidCredential()
-		return
-	}
 	cred.Client = s.clientIP(r).String()
-	if servedByService(r) {
-		info.caller, info.authErr = s.auth.AuthenticateCached(r.Context(), cred)
-		return
-	}
-	info.caller, info.authErr = s.auth.Authenticate(r.Context(), cred)
-}
-
-// servedByService reports whether r is answered by calls of the Service
-// alone, which confirm a caller authenticated from cached accounts
-// (AuthenticateCached) before they answer: the reads as they read, so
-// that a read's credential costs no query of its own, the other methods by
-// reading the account first. That is every REST request but OAuth's, and
-// GraphQL over HTTP; not a WebSocket upgrade, whose caller serves a whole
-// connection.
-func servedByService(r *http.Request) bool {
-	switch p := r.URL.Path; {
-	case strings.HasPrefix(p, "/api/"):
-		return true
-	case p == "/graphql":
-		return r.Header.Get("Upgrade") == ""
-	}
-	return false
+	info.caller, info.authErr = s.service.Authenticate(r.Context(), cred)
 }
 
 // benchAnonymous is the caller of a request without a credential: nil, so
@@ -104,7 +79,7 @@ func (s *Server) requireCaller(next http.Handler) http.Handler {
 		case info.authErr != nil:
 			s.writeError(w, r, info.authErr)
 		case info.caller == nil:
-			s.writeError(w, r, resourceapi.Errorf(resourceapi.CodeUnauthenticated, "Authentication required"))
+			s.writeError(w, r, resourceapi.ErrUnauthenticated())
 		default:
 			ctx := resourceapi.WithCaller(r.Context(), info.caller)
 			if s.limiter == nil && mayVerifyPassword(r, "/api") {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/resourceapi/resourceapi"
+	rauth "github.com/resourceapi/resourceapi/auth"
 	rhttp "github.com/resourceapi/resourceapi/http"
 	"github.com/resourceapi/resourceapi/token"
 )
@@ -272,11 +273,11 @@ func TestBasicCosts(t *testing.T) {
 	store := mustSQLite(t, nil)
 	hasher := &countingHasher{PasswordHasher: testHasher()}
 	c := mustServer(t, store, func(cfg *rhttp.Config) {
-		auth, err := resourceapi.NewAuthenticator(resourceapi.AuthConfig{Store: store.(resourceapi.IdentityStore), Hasher: hasher})
+		auth, err := rauth.New(rauth.Config{Store: store.(resourceapi.IdentityStore), Hasher: hasher})
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.Auth = auth
+		cfg.Service.SetAuthenticator(auth)
 	})
 	anon := c.anonymous()
 	cost := func(email, password string, want int) {
@@ -303,12 +304,12 @@ func TestGuessThrottling(t *testing.T) {
 	hasher := &countingHasher{PasswordHasher: testHasher()}
 	guesses := newTestLimiter(3)
 	c := mustServer(t, store, func(cfg *rhttp.Config) {
-		auth, err := resourceapi.NewAuthenticator(resourceapi.AuthConfig{Store: store.(resourceapi.IdentityStore),
+		auth, err := rauth.New(rauth.Config{Store: store.(resourceapi.IdentityStore),
 			Hasher: hasher, AccountGuessesFrom: guesses})
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.Auth = auth
+		cfg.Service.SetAuthenticator(auth)
 	})
 	anon := c.anonymous()
 	for range 3 {

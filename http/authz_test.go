@@ -111,7 +111,7 @@ func newMatrix(t *testing.T, admin *client) *matrix {
 
 func (m *matrix) caller(key string) *resourceapi.Caller {
 	m.t.Helper()
-	c, err := m.admin.authn.Authenticate(context.Background(),
+	c, err := m.admin.service.Authenticate(context.Background(),
 		resourceapi.Credential{Scheme: resourceapi.SchemeAPIKey, Secret: key})
 	if err != nil {
 		m.t.Fatalf("authenticate: %v", err)
@@ -279,7 +279,7 @@ func (m *matrix) direct(t *testing.T, name string, res *resourceapi.Resource, rt
 			id = m.target(res, 0)
 		}
 	}
-	item := resourceapi.Item{ID: id}
+	item := resourceapi.Address{ID: id}
 	svc := m.admin.service
 	var err error
 	switch rt.name {
@@ -313,7 +313,7 @@ func (m *matrix) nested(t *testing.T, res *resourceapi.Resource) {
 	mine := m.target(res, self.UserID)
 	theirs := m.target(res, m.other)
 	parentOf := func(id int64) int64 {
-		rec, err := m.admin.service.Get(context.Background(), resourceapi.SystemCaller(), res, resourceapi.Item{ID: id})
+		rec, err := m.admin.service.Get(context.Background(), resourceapi.SystemCaller(), res, resourceapi.Address{ID: id})
 		if err != nil {
 			t.Fatalf("get %s %d: %v", res.Singular, id, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/resourceapi/resourceapi"
+	rauth "github.com/resourceapi/resourceapi/auth"
 	rhttp "github.com/resourceapi/resourceapi/http"
 )
 
@@ -75,12 +76,12 @@ func TestSpellingsShareGuessBudget(t *testing.T) {
 	store := mustSQLite(t, nil)
 	guesses := newTestLimiter(3)
 	c := mustServer(t, store, func(cfg *rhttp.Config) {
-		auth, err := resourceapi.NewAuthenticator(resourceapi.AuthConfig{Store: store.(resourceapi.IdentityStore),
+		auth, err := rauth.New(rauth.Config{Store: store.(resourceapi.IdentityStore),
 			Hasher: testHasher(), AccountGuessesFrom: guesses})
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.Auth = auth
+		cfg.Service.SetAuthenticator(auth)
 	})
 	c.mustAccount("Jos\u00e9", "jos\u00e9@example.com", resourceapi.RoleUser)
 	anon := c.anonymous()

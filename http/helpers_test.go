@@ -19,6 +19,7 @@ import (
 
 	"github.com/resourceapi/resourceapi"
 	"github.com/resourceapi/resourceapi/argon2id"
+	rauth "github.com/resourceapi/resourceapi/auth"
 	rhttp "github.com/resourceapi/resourceapi/http"
 	"github.com/resourceapi/resourceapi/postgres"
 	"github.com/resourceapi/resourceapi/postgres/pgtest"
@@ -89,14 +90,14 @@ func testConfig(tb testing.TB, store resourceapi.Store) rhttp.Config {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	auth, err := resourceapi.NewAuthenticator(resourceapi.AuthConfig{
+	auth, err := rauth.New(rauth.Config{
 		Store: store.(resourceapi.IdentityStore), Hasher: testHasher(), Tokens: tokens})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	svc := resourceapi.NewService(store, testHasher())
 	svc.SetAuthenticator(auth)
-	return rhttp.Config{Service: svc, Auth: auth, Logger: testLogger(tb)}
+	return rhttp.Config{Service: svc, Logger: testLogger(tb)}
 }
 
 // adminEmail is the test servers' admin, whose API key clients send unless
@@ -122,7 +123,7 @@ func mustServerOn(tb testing.TB, store resourceapi.Store, key string, opts ...fu
 	api := rhttp.NewServer(cfg)
 	srv := httptest.NewServer(api.Handler())
 	tb.Cleanup(srv.Close)
-	c := &client{tb: tb, base: srv.URL, service: cfg.Service, authn: cfg.Auth, contract: &contractRef{doc: api.OpenAPIDocument()}, hc: &http.Client{
+	c := &client{tb: tb, base: srv.URL, service: cfg.Service, contract: &contractRef{doc: api.OpenAPIDocument()}, hc: &http.Client{
 		// Compression is asserted by the tests, so the client must not
 		// negotiate or undo it behind their backs.
 		Transport: &http.Transport{DisableCompression: true},
@@ -184,7 +185,6 @@ type client struct {
 	base    string
 	hc      *http.Client
 	service *resourceapi.Service
-	authn   *resourceapi.Authenticator
 	// auth is the credential header (name, value) every request carries
 	// unless its own headers name it.
 	auth []string

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/resourceapi/resourceapi"
+	rauth "github.com/resourceapi/resourceapi/auth"
 	"github.com/resourceapi/resourceapi/graph"
 	rhttp "github.com/resourceapi/resourceapi/http"
 	"github.com/resourceapi/resourceapi/inmem"
@@ -54,7 +55,7 @@ func mustLifeServer(t *testing.T, store resourceapi.Store) *lifeServer {
 	}
 	guesses := inmem.NewRateLimiter(guessLimit, time.Hour, inmem.Options{})
 	t.Cleanup(func() { guesses.Close() })
-	auth, err := resourceapi.NewAuthenticator(resourceapi.AuthConfig{Store: store.(resourceapi.IdentityStore),
+	auth, err := rauth.New(rauth.Config{Store: store.(resourceapi.IdentityStore),
 		Hasher: testHasher(), Tokens: tokens, AccountGuessesFrom: guesses, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -64,12 +65,12 @@ func mustLifeServer(t *testing.T, store resourceapi.Store) *lifeServer {
 	authServer := oauth.NewServer(oauth.Config{Store: store.(resourceapi.OAuthStore), Auth: auth, Tokens: tokens, Logger: testLogger(t)})
 	hub := inmem.NewHub()
 	t.Cleanup(hub.Close)
-	gql := graph.New(graph.Options{Service: svc, Auth: auth, Events: hub, Logger: testLogger(t), RequestID: rhttp.RequestID, Version: "test"})
+	gql := graph.New(graph.Options{Service: svc, ParseCredential: rhttp.ParseCredential, Events: hub, Logger: testLogger(t), RequestID: rhttp.RequestID, Version: "test"})
 	t.Cleanup(gql.Shutdown)
-	api := rhttp.NewServer(rhttp.Config{Service: svc, Auth: auth, OAuth: authServer.Handler(), GraphQL: gql, Logger: testLogger(t)})
+	api := rhttp.NewServer(rhttp.Config{Service: svc, OAuth: authServer.Handler(), GraphQL: gql, Logger: testLogger(t)})
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
-	c := &client{tb: t, base: srv.URL, service: svc, authn: auth, contract: &contractRef{doc: api.OpenAPIDocument()},
+	c := &client{tb: t, base: srv.URL, service: svc, contract: &contractRef{doc: api.OpenAPIDocument()},
 		hc: &http.Client{Transport: &http.Transport{DisableCompression: true}}}
 	c = c.as(c.mustAccount("Test Admin", adminEmail, resourceapi.RoleAdmin))
 	app, err := svc.Create(context.Background(), resourceapi.SystemCaller(), resourceapi.OAuthClients, 0, resourceapi.Record{
@@ -150,7 +151,7 @@ func (s *lifeServer) bearerOf(tok *oauth2.Token) *client {
 func (s *lifeServer) mustUserAccount(t *testing.T, name, email string, roles ...string) (int64, *client) {
 	t.Helper()
 	key := s.mustAccount(name, email, roles...)
-	acct, err := s.authn.Authenticate(context.Background(), resourceapi.Credential{Scheme: resourceapi.SchemeAPIKey, Secret: key})
+	acct, err := s.service.Authenticate(context.Background(), resourceapi.Credential{Scheme: resourceapi.SchemeAPIKey, Secret: key})
 	if err != nil {
 		t.Fatal(err)
 	}

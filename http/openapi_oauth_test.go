@@ -22,7 +22,7 @@ func TestOpenAPIOAuth(t *testing.T) {
 	store := mustSQLite(t, newClock().Now)
 	c := mustServer(t, store, func(cfg *rhttp.Config) {
 		tokens := tokenIssuer(t)
-		cfg.OAuth = oauth.NewServer(oauth.Config{Store: store.(resourceapi.OAuthStore), Auth: cfg.Auth, Tokens: tokens,
+		cfg.OAuth = oauth.NewServer(oauth.Config{Store: store.(resourceapi.OAuthStore), Auth: cfg.Service.Authenticator(), Tokens: tokens,
 			Logger: testLogger(t)}).Handler()
 	})
 	anon := c.anonymous()

@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/resourceapi/resourceapi"
+	rauth "github.com/resourceapi/resourceapi/auth"
 	"github.com/resourceapi/resourceapi/graph"
 	rhttp "github.com/resourceapi/resourceapi/http"
 	"github.com/resourceapi/resourceapi/inmem"
@@ -39,7 +40,7 @@ func mustBudgetServer(t *testing.T) *budgetServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth, err := resourceapi.NewAuthenticator(resourceapi.AuthConfig{
+	auth, err := rauth.New(rauth.Config{
 		Store: store.(resourceapi.IdentityStore), Hasher: hasher, Tokens: tokens})
 	if err != nil {
 		t.Fatal(err)
@@ -50,13 +51,13 @@ func mustBudgetServer(t *testing.T) *budgetServer {
 	svc.SetAuthenticator(auth)
 	hub := inmem.NewHub()
 	t.Cleanup(hub.Close)
-	gql := graph.New(graph.Options{Service: svc, Auth: auth, Events: hub, Logger: testLogger(t),
+	gql := graph.New(graph.Options{Service: svc, ParseCredential: rhttp.ParseCredential, Events: hub, Logger: testLogger(t),
 		RequestID: rhttp.RequestID, Version: "test"})
 	t.Cleanup(gql.Shutdown)
-	api := rhttp.NewServer(rhttp.Config{Service: svc, Auth: auth, RateLimiter: lim, GraphQL: gql, Logger: testLogger(t)})
+	api := rhttp.NewServer(rhttp.Config{Service: svc, RateLimiter: lim, GraphQL: gql, Logger: testLogger(t)})
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
-	c := &client{tb: t, base: srv.URL, service: svc, authn: auth, contract: &contractRef{doc: api.OpenAPIDocument()},
+	c := &client{tb: t, base: srv.URL, service: svc, contract: &contractRef{doc: api.OpenAPIDocument()},
 		hc: &http.Client{Transport: &http.Transport{DisableCompression: true}}}
 	return &budgetServer{client: c, hasher: hasher, url: srv.URL}
 }

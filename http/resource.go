@@ -24,7 +24,7 @@ type resourceHandlers struct {
 }
 
 func (s *Server) resource(res *resourceapi.Resource) *resourceHandlers {
-	return &resourceHandlers{s: s, res: res, view: newView(res), notFound: resourceapi.NotFound(res)}
+	return &resourceHandlers{s: s, res: res, view: newView(res), notFound: resourceapi.ErrNotFound(res)}
 }
 
 // caller returns the caller that authentication put in the request.
@@ -61,20 +61,20 @@ func (h *resourceHandlers) pathParent(r *http.Request) (int64, error) {
 	}
 	id, ok := parseID(s)
 	if !ok {
-		return 0, resourceapi.NotFound(h.res.ParentResource())
+		return 0, resourceapi.ErrNotFound(h.res.ParentResource())
 	}
 	return id, nil
 }
 
 // item reads the record a request addresses: {id}, and {parent} on a nested
 // path.
-func (h *resourceHandlers) item(r *http.Request) (resourceapi.Item, error) {
+func (h *resourceHandlers) item(r *http.Request) (resourceapi.Address, error) {
 	parent, err := h.pathParent(r)
 	if err != nil {
-		return resourceapi.Item{}, err
+		return resourceapi.Address{}, err
 	}
 	id, err := h.pathID(r)
-	return resourceapi.Item{ID: id, Parent: parent}, err
+	return resourceapi.Address{ID: id, Parent: parent}, err
 }
 
 // parseID accepts the canonical decimal form of an id, 1 to
@@ -206,7 +206,7 @@ func (h *resourceHandlers) replace() http.Handler {
 
 // decodeItem reads the record's id and the body of a write to it (PUT or
 // PATCH); a PUT's body may not name another id.
-func (h *resourceHandlers) decodeItem(w http.ResponseWriter, r *http.Request, put bool) (resourceapi.Item, resourceapi.Record, error) {
+func (h *resourceHandlers) decodeItem(w http.ResponseWriter, r *http.Request, put bool) (resourceapi.Address, resourceapi.Record, error) {
 	item, err := h.item(r)
 	if err != nil {
 		return item, nil, err
@@ -327,7 +327,7 @@ func (s *Server) endSessions() http.Handler {
 	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		id, ok := parseID(r.PathValue("id"))
 		if !ok {
-			return resourceapi.NotFound(resourceapi.Users)
+			return resourceapi.ErrNotFound(resourceapi.Users)
 		}
 		if err := s.service.EndSessions(r.Context(), caller(r), id); err != nil {
 			return err

@@ -386,7 +386,7 @@ func filterHolds(res *resourceapi.Resource, flt resourceapi.Filter, v string, re
 // userOf returns the id of the user whose API key key is.
 func userOf(t *testing.T, c *client, key string) int64 {
 	t.Helper()
-	caller, err := c.authn.Authenticate(context.Background(), resourceapi.Credential{Scheme: resourceapi.SchemeAPIKey, Secret: key})
+	caller, err := c.service.Authenticate(context.Background(), resourceapi.Credential{Scheme: resourceapi.SchemeAPIKey, Secret: key})
 	if err != nil {
 		t.Fatalf("authenticate: %v", err)
 	}

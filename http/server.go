@@ -18,11 +18,10 @@ const DefaultMaxBodyBytes = 1 << 20
 // Config is what a Server is made from. Service is required; the rest have
 // defaults.
 type Config struct {
-	// Service is the rule layer every request goes through.
+	// Service is the rule layer every request goes through; it also
+	// authenticates the credentials the server reads (Service.Authenticate:
+	// without an Authenticator every credential is refused).
 	Service *resourceapi.Service
-	// Auth resolves credentials to callers; without it every credential is
-	// refused and /api answers 401 or 403.
-	Auth *resourceapi.Authenticator
 	// RateLimiter, when set, limits requests under /api, /graphql and /oauth
 	// per caller (user id, else client address); nil serves them unlimited
 	// and without rate-limit headers.
@@ -62,7 +61,6 @@ type Config struct {
 type Server struct {
 	service        *resourceapi.Service
 	store          resourceapi.Store
-	auth           *resourceapi.Authenticator
 	limiter        resourceapi.RateLimiter
 	trustedProxies []netip.Prefix
 	oauth          http.Handler
@@ -90,7 +88,6 @@ func NewServer(cfg Config) *Server {
 	s := &Server{
 		service:        cfg.Service,
 		store:          cfg.Service.Store(),
-		auth:           cfg.Auth,
 		limiter:        cfg.RateLimiter,
 		trustedProxies: cfg.TrustedProxies,
 		oauth:          cfg.OAuth,

@@ -21,6 +21,7 @@ import (
 
 	"github.com/resourceapi/resourceapi"
 	"github.com/resourceapi/resourceapi/argon2id"
+	rauth "github.com/resourceapi/resourceapi/auth"
 	apihttp "github.com/resourceapi/resourceapi/http"
 	"github.com/resourceapi/resourceapi/oauth"
 	"github.com/resourceapi/resourceapi/postgres"
@@ -107,12 +108,13 @@ func newEnv(t *testing.T, open func(t *testing.T, now resourceapi.Clock) store, 
 		t.Fatal(err)
 	}
 	guess := &guessLimiter{limit: 5, used: map[string]int{}}
-	auth, err := resourceapi.NewAuthenticator(resourceapi.AuthConfig{Store: st, Hasher: hasher, Tokens: tokens,
+	auth, err := rauth.New(rauth.Config{Store: st, Hasher: hasher, Tokens: tokens,
 		AccountGuesses: guess, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := &env{clock: clock, store: st, svc: resourceapi.NewService(st, hasher), tokens: tokens, guess: guess}
+	e.svc.SetAuthenticator(auth)
 	cfg := oauth.Config{Store: st, Auth: auth, Tokens: tokens, Now: clock.Now,
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))}
 	for _, o := range opts {
@@ -121,7 +123,7 @@ func newEnv(t *testing.T, open func(t *testing.T, now resourceapi.Clock) store, 
 	srv := oauth.NewServer(cfg)
 	// The service's own HTTP server mounts the authorization server, as in
 	// production; /callback stands in for a client application.
-	api := apihttp.NewServer(apihttp.Config{Service: e.svc, Auth: auth, OAuth: srv.Handler()})
+	api := apihttp.NewServer(apihttp.Config{Service: e.svc, OAuth: srv.Handler()})
 	mux := http.NewServeMux()
 	mux.Handle("/", api.Handler())
 	mux.HandleFunc("GET /callback", func(w http.ResponseWriter, r *http.Request) {
@@ -184,7 +186,7 @@ func (e *env) mustClient(t *testing.T, rec resourceapi.Record) testClient {
 func (e *env) setDeleted(t *testing.T, id int64, deleted bool) {
 	t.Helper()
 	_, err := e.svc.Update(context.Background(), resourceapi.SystemCaller(), resourceapi.Users,
-		resourceapi.Item{ID: id}, resourceapi.Record{"deleted": deleted}, nil)
+		resourceapi.Address{ID: id}, resourceapi.Record{"deleted": deleted}, nil)
 	if err != nil {
 		t.Fatalf("set deleted: %v", err)
 	}

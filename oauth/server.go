@@ -67,7 +67,7 @@ type Config struct {
 	// Store keeps clients, codes and refresh tokens.
 	Store resourceapi.OAuthStore
 	// Auth checks passwords (with its throttling) and reads accounts.
-	Auth *resourceapi.Authenticator
+	Auth resourceapi.Authenticator
 	// Tokens issues the access tokens.
 	Tokens resourceapi.Tokens
 	// Issuer is the server's issuer identifier (RFC 8414), an absolute
@@ -103,7 +103,7 @@ type Config struct {
 // Server is the authorization server. It is safe for concurrent use.
 type Server struct {
 	store    resourceapi.OAuthStore
-	auth     *resourceapi.Authenticator
+	auth     resourceapi.Authenticator
 	tokens   resourceapi.Tokens
 	issuer   string
 	now      resourceapi.Clock

@@ -120,7 +120,7 @@ func (s *Server) clientCredentialsGrant(ctx context.Context, form url.Values, cl
 	if !ok {
 		return tokenResponse{}, errBadScope
 	}
-	acct, err := s.auth.Account(ctx, client.UserID())
+	acct, err := s.auth.AccountByID(ctx, client.UserID())
 	if err != nil {
 		if resourceapi.ErrorCode(err) == resourceapi.CodeInvalidToken {
 			return tokenResponse{}, badRequest(errUnauthorizedClient, "The client's service user is deactivated")
@@ -256,7 +256,7 @@ func (s *Server) revokeFamily(ctx context.Context, hash, clientID string, now ti
 // account reads the user a code or refresh token was issued to: a user
 // deleted or soft-deleted since gets nothing.
 func (s *Server) account(ctx context.Context, id int64) (resourceapi.Account, *oauthError) {
-	acct, err := s.auth.Account(ctx, id)
+	acct, err := s.auth.AccountByID(ctx, id)
 	if err != nil {
 		if resourceapi.ErrorCode(err) == resourceapi.CodeInvalidToken {
 			return resourceapi.Account{}, badRequest(errInvalidGrant, "The user of this grant cannot sign in")

@@ -59,7 +59,7 @@ func TestIdentityVersion(t *testing.T) {
 		return err
 	})
 	step("update a post", false, func() error {
-		_, err := svc.Update(ctx, sys, resourceapi.Posts, resourceapi.Item{ID: post.ID()}, resourceapi.Record{"title": "U"}, nil)
+		_, err := svc.Update(ctx, sys, resourceapi.Posts, resourceapi.Address{ID: post.ID()}, resourceapi.Record{"title": "U"}, nil)
 		return err
 	})
 	for _, change := range []struct {
@@ -76,7 +76,7 @@ func TestIdentityVersion(t *testing.T) {
 		{resourceapi.Record{"deleted": false}, true},
 	} {
 		step(fmt.Sprintf("update a user: %v", change.patch), change.moves, func() error {
-			_, err := svc.Update(ctx, sys, resourceapi.Users, resourceapi.Item{ID: user.ID()}, change.patch, nil)
+			_, err := svc.Update(ctx, sys, resourceapi.Users, resourceapi.Address{ID: user.ID()}, change.patch, nil)
 			return err
 		})
 	}
@@ -84,28 +84,28 @@ func TestIdentityVersion(t *testing.T) {
 		return svc.EndSessions(ctx, sys, user.ID())
 	})
 	step("set a key's expiry", true, func() error {
-		_, err := svc.Update(ctx, sys, resourceapi.APIKeys, resourceapi.Item{ID: key.ID()},
+		_, err := svc.Update(ctx, sys, resourceapi.APIKeys, resourceapi.Address{ID: key.ID()},
 			resourceapi.Record{"expires_at": time.Now().Add(time.Hour)}, nil)
 		return err
 	})
 	step("rename a key", false, func() error {
-		_, err := svc.Update(ctx, sys, resourceapi.APIKeys, resourceapi.Item{ID: key.ID()}, resourceapi.Record{"name": "laptop"}, nil)
+		_, err := svc.Update(ctx, sys, resourceapi.APIKeys, resourceapi.Address{ID: key.ID()}, resourceapi.Record{"name": "laptop"}, nil)
 		return err
 	})
 	step("a failed update of a user", false, func() error {
 		if _, err := svc.Create(ctx, sys, resourceapi.Users, 0, resourceapi.Record{"name": "Bob", "email": "bob@example.com"}); err != nil {
 			return err
 		}
-		_, err := svc.Update(ctx, sys, resourceapi.Users, resourceapi.Item{ID: user.ID()}, resourceapi.Record{"email": "bob@example.com"}, nil)
+		_, err := svc.Update(ctx, sys, resourceapi.Users, resourceapi.Address{ID: user.ID()}, resourceapi.Record{"email": "bob@example.com"}, nil)
 		if resourceapi.ErrorCode(err) != resourceapi.CodeConflict {
 			t.Errorf("update to a taken email = %v, want %s", err, resourceapi.CodeConflict)
 		}
 		return nil
 	})
 	step("revoke a key", true, func() error {
-		return svc.Delete(ctx, sys, resourceapi.APIKeys, resourceapi.Item{ID: key.ID()}, nil)
+		return svc.Delete(ctx, sys, resourceapi.APIKeys, resourceapi.Address{ID: key.ID()}, nil)
 	})
 	step("delete a user", true, func() error {
-		return svc.Delete(ctx, sys, resourceapi.Users, resourceapi.Item{ID: user.ID()}, nil)
+		return svc.Delete(ctx, sys, resourceapi.Users, resourceapi.Address{ID: user.ID()}, nil)
 	})
 }

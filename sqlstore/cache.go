@@ -363,35 +363,3 @@ func listKey(lq resourceapi.ListQuery) string {
 	}
 	return string(b)
 }
-
-// version implements Store.Version: the global epoch and the writes epochs
-// of res (at most 3), after the foreign commits are counted.
-func (c *cache) version(res []*resourceapi.Resource) (resourceapi.Version, bool) {
-	var v resourceapi.Version
-	if c == nil || len(res) > len(v)-1 {
-		return v, false
-	}
-	if c.foreign != nil {
-		foreign, ok := c.foreign()
-		if !ok {
-			return v, false
-		}
-		c.mu.Lock()
-		if foreign > c.foreignSeen {
-			c.foreignSeen = foreign
-			c.global++
-		}
-	} else {
-		c.mu.Lock()
-	}
-	defer c.mu.Unlock()
-	v[0] = c.global
-	for i, r := range res {
-		ep := c.epochs(r)
-		if ep.inflight > 0 {
-			return resourceapi.Version{}, false
-		}
-		v[i+1] = ep.writes
-	}
-	return v, true
-}

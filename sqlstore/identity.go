@@ -162,7 +162,7 @@ func (s *Store) account(ctx context.Context, where string, byKey bool, arg any) 
 		return nil
 	})
 	if errors.Is(err, sql.ErrNoRows) {
-		return resourceapi.Account{}, resourceapi.NotFound(resourceapi.Users)
+		return resourceapi.Account{}, resourceapi.ErrNotFound(resourceapi.Users)
 	}
 	if err != nil {
 		return resourceapi.Account{}, fmt.Errorf("account: %w", err)

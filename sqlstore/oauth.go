@@ -43,7 +43,7 @@ var (
 	errTokenNotFound  = resourceapi.Errorf(resourceapi.CodeNotFound, "Refresh token not found")
 	errTokenReused    = resourceapi.Errorf(resourceapi.CodeConflict, "Refresh token already used")
 	errFamilyRevoked  = resourceapi.Errorf(resourceapi.CodeConflict, "Refresh token family revoked")
-	errClientNotFound = resourceapi.NotFound(resourceapi.OAuthClients)
+	errClientNotFound = resourceapi.ErrNotFound(resourceapi.OAuthClients)
 )
 
 // Client implements resourceapi.OAuthStore. A client_id is compared exactly

@@ -1186,4 +1186,4 @@ func wrap(err error, format string, args ...any) error {
 	return fmt.Errorf(format+": %w", append(args, err)...)
 }
 
-func notFound(res *resourceapi.Resource) error { return resourceapi.NotFound(res) }
+func notFound(res *resourceapi.Resource) error { return resourceapi.ErrNotFound(res) }

@@ -11,6 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/resourceapi/resourceapi"
+	"github.com/resourceapi/resourceapi/auth"
 	"github.com/resourceapi/resourceapi/inmem"
 	"github.com/resourceapi/resourceapi/redis"
 	"github.com/resourceapi/resourceapi/token"
@@ -31,7 +32,7 @@ const (
 
 // identity is what authenticates and limits requests.
 type identity struct {
-	auth    *resourceapi.Authenticator
+	auth    *auth.Authenticator
 	tokens  *token.HS256
 	limiter resourceapi.RateLimiter // nil when rate limiting is off
 	redis   *goredis.Client         // nil without RESOURCEAPI_REDIS_URL
@@ -69,7 +70,7 @@ func newIdentity(ctx context.Context, cfg config, db store, hasher resourceapi.P
 	if cfg.RateLimit > 0 {
 		id.limiter = limiter("api:", cfg.RateLimit, cfg.RateWindow)
 	}
-	id.auth, err = resourceapi.NewAuthenticator(resourceapi.AuthConfig{
+	id.auth, err = auth.New(auth.Config{
 		Store:              db,
 		Hasher:             hasher,
 		Tokens:             id.tokens,

@@ -264,7 +264,7 @@ user (API keys, tokens) are not changed.`,
 			if pw == "" {
 				return errors.New("set password: the password is empty (it is read from the first line of standard input)")
 			}
-			if _, err := m.svc.Update(ctx, system, resourceapi.Users, resourceapi.Item{ID: u.ID()},
+			if _, err := m.svc.Update(ctx, system, resourceapi.Users, resourceapi.Address{ID: u.ID()},
 				resourceapi.Record{"password": pw}, nil); err != nil {
 				return explain("set password of "+fmt.Sprint(u["email"]), err)
 			}
@@ -360,7 +360,7 @@ func changeAccess(fs *flag.FlagSet, grant bool) action {
 			return out
 		}
 		for attempt := 0; ; attempt++ {
-			cur, err := m.svc.Get(ctx, system, resourceapi.Users, resourceapi.Item{ID: u.ID()})
+			cur, err := m.svc.Get(ctx, system, resourceapi.Users, resourceapi.Address{ID: u.ID()})
 			if err != nil {
 				return explain("read user "+fmt.Sprint(u["email"]), err)
 			}
@@ -378,7 +378,7 @@ func changeAccess(fs *flag.FlagSet, grant bool) action {
 				}
 				return nil
 			}
-			out, err := m.svc.Update(ctx, system, resourceapi.Users, resourceapi.Item{ID: u.ID()}, patch, unchanged)
+			out, err := m.svc.Update(ctx, system, resourceapi.Users, resourceapi.Address{ID: u.ID()}, patch, unchanged)
 			if errors.Is(err, errChanged) && attempt < 5 {
 				continue
 			}
@@ -462,7 +462,7 @@ array for scripts.`,
 			err := m.eachRecord(ctx, resourceapi.APIKeys, q, func(k resourceapi.Record) error {
 				uid, _ := k["user_id"].(int64)
 				if _, ok := emails[uid]; !ok {
-					u, err := m.svc.Get(ctx, system, resourceapi.Users, resourceapi.Item{ID: uid})
+					u, err := m.svc.Get(ctx, system, resourceapi.Users, resourceapi.Address{ID: uid})
 					if err != nil {
 						return err
 					}
@@ -515,7 +515,7 @@ revoked key is refused on the very next request, by every server.`,
 				ids[i] = id
 			}
 			for _, id := range ids {
-				if err := m.svc.Delete(ctx, system, resourceapi.APIKeys, resourceapi.Item{ID: id}, nil); err != nil {
+				if err := m.svc.Delete(ctx, system, resourceapi.APIKeys, resourceapi.Address{ID: id}, nil); err != nil {
 					return explain(fmt.Sprintf("revoke API key %d", id), err)
 				}
 				fmt.Fprintf(m.stdout, "Revoked API key %d.\n", id)
@@ -623,7 +623,7 @@ authorization codes and refresh tokens stop working.`,
 				if err != nil {
 					return explain("find client "+cid, err)
 				}
-				if err := m.svc.Delete(ctx, system, resourceapi.OAuthClients, resourceapi.Item{ID: c.Record.ID()}, nil); err != nil {
+				if err := m.svc.Delete(ctx, system, resourceapi.OAuthClients, resourceapi.Address{ID: c.Record.ID()}, nil); err != nil {
 					return explain("delete client "+cid, err)
 				}
 				fmt.Fprintf(m.stdout, "Deleted OAuth client %s (%s).\n", cid, c.Record["name"])

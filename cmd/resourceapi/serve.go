@@ -196,11 +196,11 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		RefreshReuseGrace: cfg.RefreshGrace,
 	})
 	gql := graph.New(graph.Options{
-		Service:   service,
-		Auth:      id.auth,
-		Events:    events,
-		Logger:    log,
-		RequestID: http.RequestID,
+		Service:         service,
+		ParseCredential: http.ParseCredential,
+		Events:          events,
+		Logger:          log,
+		RequestID:       http.RequestID,
 		ClientIP: func(r *nethttp.Request) string {
 			return http.ClientAddr(r, cfg.TrustedProxies).String()
 		},
@@ -219,7 +219,6 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	ev.hub.SetPacer(gql.Ready)
 	api := http.NewServer(http.Config{
 		Service:        service,
-		Auth:           id.auth,
 		RateLimiter:    id.limiter,
 		TrustedProxies: cfg.TrustedProxies,
 		OAuth:          authServer.Handler(),

@@ -1,4 +1,9 @@
-package resourceapi
+// Package auth resolves credentials (API keys, bearer tokens, HTTP Basic
+// passwords) to accounts: resourceapi.Authenticator over an IdentityStore,
+// with the caches that spare a request a password verification or a token
+// signature check, and the throttling of password guesses. The Service
+// decides what an account may do; this package only says whose it is.
+package auth
 
 import (
 	"context"
@@ -6,200 +11,33 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base64"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
+
+	"github.com/resourceapi/resourceapi"
 )
 
-// IdentityStore is what authentication reads. Package sqlstore implements it
-// on both databases.
-type IdentityStore interface {
-	// AccountByEmail returns the user with this email (compared as stored:
-	// case-insensitively), or an error with CodeNotFound.
-	AccountByEmail(ctx context.Context, email string) (Account, error)
-	// AccountByID returns the user with this id, or CodeNotFound.
-	AccountByID(ctx context.Context, id int64) (Account, error)
-	// AccountByAPIKey returns the user that owns the API key whose hash
-	// (HashToken) is keyHash, with the key's expiry in ExpiresAt, or
-	// CodeNotFound when no key has it.
-	AccountByAPIKey(ctx context.Context, keyHash string) (Account, error)
-}
-
-// Account is a user as authentication sees it.
-type Account struct {
-	// User is the user's record, as Store.Get returns it.
-	User Record
-	// PasswordHash is the stored hash of the user's password; "" when the
-	// user has none (they sign in with API keys only).
-	PasswordHash string
-	// Permissions are the user's effective permissions: those their roles
-	// grant, as the database defines the roles, and those granted directly.
-	Permissions []Permission
-	// Stamp is the user's security stamp (the users field
-	// security_stamp): every token issued to the user carries it, and is
-	// valid only while it is the user's.
-	Stamp string
-	// ExpiresAt, for an account found by an API key (AccountByAPIKey), is
-	// when that key stops working (its expires_at); zero when it does not,
-	// and for other lookups.
-	ExpiresAt time.Time
-	// Cached says the account comes from a cache that other processes'
-	// writes do not reach (see IdentityVersioner), as it was at identity
-	// Version; a store returns such an account only when
-	// CachedAccountsAllowed.
-	Cached  bool
-	Version int64
-
-	caller *Caller // built once by NewAccount; read-only
-}
-
-// NewAccount returns the account of user, with its password hash and
-// effective permissions, and the caller that acts as it built once: an
-// account cached by a store serves every request with the same caller.
-func NewAccount(user Record, passwordHash string, permissions []Permission) Account {
-	a := Account{User: user, PasswordHash: passwordHash, Permissions: permissions}
-	a.caller = a.newCaller()
-	return a
-}
-
-// Caller returns the caller that acts as the account's user.
-func (a Account) Caller() *Caller {
-	if a.caller != nil {
-		return a.caller
-	}
-	return a.newCaller()
-}
-
-func (a Account) newCaller() *Caller {
-	name, _ := a.User["name"].(string)
-	c := &Caller{UserID: a.User.ID(), Name: name, Roles: a.User.Strings("roles"),
-		Permissions: make(map[Permission]bool, len(a.Permissions))}
-	for _, p := range a.Permissions {
-		c.Permissions[p] = true
-	}
-	return c
-}
-
-// Scheme is how a request presents its credential.
-type Scheme int
-
-// Credential schemes.
-const (
-	SchemeNone   Scheme = iota
-	SchemeAPIKey        // X-API-Key: <key>
-	SchemeBearer        // Authorization: Bearer <JWT>
-	SchemeBasic         // Authorization: Basic base64(email:password)
-)
-
-// Credential is what a request presents to prove who makes it.
-type Credential struct {
-	Scheme Scheme
-	// Secret is the API key or the bearer token.
-	Secret string
-	// Email and Password are HTTP Basic's.
-	Email, Password string
-	// Client identifies where the request comes from (its IP address), for
-	// throttling password guesses; "" when unknown.
-	Client string
-}
-
-// maxCredentialLen bounds a credential header value: no key or token of
-// this service comes near it, and nothing longer is worth decoding.
-const maxCredentialLen = 8 << 10
+// maxTokenLen bounds a token the cache keeps: no token of this service
+// comes near it.
+const maxTokenLen = 8 << 10
 
 var (
-	errTwoCredentials = Errorf(CodeBadRequest,
-		"The request carries more than one credential; send one of X-API-Key, Authorization: Bearer or Authorization: Basic")
-	// errInvalidCredential is the one answer to every credential that is
-	// present but not valid, whatever part of it failed.
-	errInvalidCredential = Errorf(CodeInvalidToken, "The credential is not valid")
+	errUnauthenticated   = resourceapi.ErrUnauthenticated()
+	errInvalidCredential = resourceapi.ErrInvalidCredential()
 )
-
-// ErrInvalidCredential returns the error of every credential that is present
-// but not valid, so transports can recognise it.
-func ErrInvalidCredential() error { return errInvalidCredential }
-
-// ParseCredential reads the credential of a request from the values of its
-// X-API-Key and Authorization headers (or of the same names in a WebSocket
-// connection_init payload). None gives SchemeNone; two credentials, or one
-// header given twice, give CodeBadRequest; a malformed one (an unknown
-// Authorization scheme, Basic that is not base64 of email:password) gives
-// the invalid-credential error.
-func ParseCredential(apiKey, authorization []string) (Credential, error) {
-	apiKey, authorization = nonEmpty(apiKey), nonEmpty(authorization)
-	switch {
-	case len(apiKey)+len(authorization) > 1:
-		return Credential{}, errTwoCredentials
-	case len(apiKey) == 1:
-		key := strings.TrimSpace(apiKey[0])
-		if len(key) > maxCredentialLen {
-			return Credential{}, errInvalidCredential
-		}
-		return Credential{Scheme: SchemeAPIKey, Secret: key}, nil
-	case len(authorization) == 1:
-		return parseAuthorization(strings.TrimSpace(authorization[0]))
-	}
-	return Credential{}, nil
-}
-
-func nonEmpty(values []string) []string {
-	n := 0
-	for _, v := range values {
-		if strings.TrimSpace(v) != "" {
-			n++
-		}
-	}
-	if n == len(values) {
-		return values
-	}
-	out := make([]string, 0, n)
-	for _, v := range values {
-		if strings.TrimSpace(v) != "" {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-func parseAuthorization(v string) (Credential, error) {
-	if len(v) > maxCredentialLen {
-		return Credential{}, errInvalidCredential
-	}
-	scheme, rest, _ := strings.Cut(v, " ")
-	rest = strings.TrimLeft(rest, " ")
-	switch {
-	case strings.EqualFold(scheme, "Bearer") && rest != "":
-		return Credential{Scheme: SchemeBearer, Secret: rest}, nil
-	case strings.EqualFold(scheme, "Basic") && rest != "":
-		raw, err := base64.StdEncoding.DecodeString(rest)
-		if err != nil {
-			// Some clients drop the padding.
-			if raw, err = base64.RawStdEncoding.DecodeString(rest); err != nil {
-				return Credential{}, errInvalidCredential
-			}
-		}
-		email, password, ok := strings.Cut(string(raw), ":")
-		if !ok || email == "" || !utf8.ValidString(email) || !utf8.ValidString(password) {
-			return Credential{}, errInvalidCredential
-		}
-		return Credential{Scheme: SchemeBasic, Email: email, Password: password}, nil
-	}
-	return Credential{}, errInvalidCredential
-}
 
 // Authenticator resolves credentials to callers. Roles and permissions come
 // from the store on every call, never from a token, so a change to a user
 // takes effect on their very next request.
 type Authenticator struct {
-	store  IdentityStore
-	hasher PasswordHasher
-	tokens Tokens
-	// guesses throttles failed password checks (see AuthConfig).
-	guesses, guessesFrom RateLimiter
-	now                  Clock
+	store  resourceapi.IdentityStore
+	hasher resourceapi.PasswordHasher
+	tokens resourceapi.Tokens
+	// guesses throttles failed password checks (see Config).
+	guesses, guessesFrom resourceapi.RateLimiter
+	now                  resourceapi.Clock
 
 	// dummy is a hash of a random password, verified when an email names
 	// no user, so that an unknown email costs what a wrong password costs.
@@ -208,11 +46,11 @@ type Authenticator struct {
 	verifiedTokens *tokenCache
 }
 
-// AuthConfig is what an Authenticator is made from.
-type AuthConfig struct {
-	Store  IdentityStore
-	Hasher PasswordHasher
-	Tokens Tokens
+// Config is what an Authenticator is made from.
+type Config struct {
+	Store  resourceapi.IdentityStore
+	Hasher resourceapi.PasswordHasher
+	Tokens resourceapi.Tokens
 	// AccountGuesses, when set, limits failed password checks per account
 	// (whatever their origin), and AccountGuessesFrom per account and client
 	// address. A throttled attempt fails with CodeRateLimited before the
@@ -220,17 +58,17 @@ type AuthConfig struct {
 	// per-client one: it only stops a guesser who spreads over many
 	// addresses, and while it is spent the real user cannot sign in by
 	// password either (API keys and tokens still work).
-	AccountGuesses, AccountGuessesFrom RateLimiter
+	AccountGuesses, AccountGuessesFrom resourceapi.RateLimiter
 	// VerifiedTTL is how long a verified HTTP Basic credential is
 	// remembered (default 5 minutes); 0 uses the default, negative turns
 	// remembering off.
 	VerifiedTTL time.Duration
 	// Now is the clock; nil is time.Now.
-	Now Clock
+	Now resourceapi.Clock
 }
 
-// NewAuthenticator returns an Authenticator for cfg.
-func NewAuthenticator(cfg AuthConfig) (*Authenticator, error) {
+// New returns an Authenticator for cfg.
+func New(cfg Config) (*Authenticator, error) {
 	a := &Authenticator{store: cfg.Store, hasher: cfg.Hasher, tokens: cfg.Tokens,
 		guesses: cfg.AccountGuesses, guessesFrom: cfg.AccountGuessesFrom, now: cfg.Now}
 	if a.now == nil {
@@ -248,51 +86,38 @@ func NewAuthenticator(cfg AuthConfig) (*Authenticator, error) {
 	if ttl > 0 {
 		a.verified = newVerifiedCache(ttl, 10000, a.now)
 	}
-	a.verifiedTokens = &tokenCache{max: 10000, items: make(map[string]Claims)}
+	a.verifiedTokens = &tokenCache{max: 10000, items: make(map[string]resourceapi.Claims)}
 	return a, nil
 }
 
-// Authenticate returns the caller a credential proves. No credential is
-// CodeUnauthenticated; any credential that is not valid (unknown or expired
-// key, bad or expired token, a token of an earlier security stamp, wrong
-// password, unknown email, soft-deleted user) is the same CodeInvalidToken
-// error; too many failed passwords for an account, or a client address
-// over its budget (ClientBudget), is CodeRateLimited.
-func (a *Authenticator) Authenticate(ctx context.Context, cred Credential) (*Caller, error) {
-	acct, err := a.account(ctx, cred)
-	if err != nil {
-		return nil, err
-	}
-	return acct.Caller(), nil
-}
-
-// account returns the account a credential proves (see Authenticate).
-func (a *Authenticator) account(ctx context.Context, cred Credential) (acct Account, err error) {
+// Authenticate returns the account a credential proves (see
+// resourceapi.Authenticator).
+func (a *Authenticator) Authenticate(ctx context.Context, cred resourceapi.Credential) (acct resourceapi.Account, err error) {
 	var stamp string // a token's, which must be the user's
 	switch cred.Scheme {
-	case SchemeNone:
-		return Account{}, errUnauthenticated
-	case SchemeAPIKey:
-		if !LooksLikeAPIKey(cred.Secret) {
-			return Account{}, errInvalidCredential
+	case resourceapi.SchemeNone:
+		return resourceapi.Account{}, errUnauthenticated
+	case resourceapi.SchemeAPIKey:
+		if !resourceapi.LooksLikeAPIKey(cred.Secret) {
+			return resourceapi.Account{}, errInvalidCredential
 		}
-		acct, err = a.store.AccountByAPIKey(ctx, HashToken(cred.Secret))
-	case SchemeBearer:
+		acct, err = a.store.AccountByAPIKey(ctx, resourceapi.HashToken(cred.Secret))
+	case resourceapi.SchemeBearer:
 		acct, stamp, err = a.bearer(ctx, cred.Secret)
-	case SchemeBasic:
+	case resourceapi.SchemeBasic:
 		acct, err = a.password(ctx, cred.Email, cred.Password, cred.Client)
 	default:
-		return Account{}, errInvalidCredential
+		return resourceapi.Account{}, errInvalidCredential
 	}
 	if err != nil {
-		return Account{}, a.invalid(err)
+		return resourceapi.Account{}, a.invalid(err)
 	}
 	if a.refuses(acct, cred.Scheme, stamp) {
 		if acct.Cached {
 			// Refuse only on what the database says now.
-			return a.account(uncachedAccounts(ctx), cred)
+			return a.Authenticate(resourceapi.UncachedAccounts(ctx), cred)
 		}
-		return Account{}, errInvalidCredential
+		return resourceapi.Account{}, errInvalidCredential
 	}
 	return acct, nil
 }
@@ -303,13 +128,13 @@ func (a *Authenticator) account(ctx context.Context, cred Credential) (acct Acco
 // security stamp than the user's (before a password or email change, the
 // end of the user's sessions, or to a deleted user whose id another now
 // has).
-func (a *Authenticator) refuses(acct Account, scheme Scheme, stamp string) bool {
+func (a *Authenticator) refuses(acct resourceapi.Account, scheme resourceapi.Scheme, stamp string) bool {
 	switch {
 	case acct.User.Bool("deleted"):
 		return true
 	case !acct.ExpiresAt.IsZero() && !a.now().Before(acct.ExpiresAt):
 		return true
-	case scheme == SchemeBearer:
+	case scheme == resourceapi.SchemeBearer:
 		return acct.Stamp == "" || subtle.ConstantTimeCompare([]byte(stamp), []byte(acct.Stamp)) != 1
 	}
 	return false
@@ -317,26 +142,26 @@ func (a *Authenticator) refuses(acct Account, scheme Scheme, stamp string) bool 
 
 // Login checks an email and password (the OAuth password grant, the sign-in
 // page) with the rules of HTTP Basic, and returns the account.
-func (a *Authenticator) Login(ctx context.Context, email, password, client string) (Account, error) {
+func (a *Authenticator) Login(ctx context.Context, email, password, client string) (resourceapi.Account, error) {
 	acct, err := a.password(ctx, email, password, client)
 	if err != nil {
-		return Account{}, a.invalid(err)
+		return resourceapi.Account{}, a.invalid(err)
 	}
 	if acct.User.Bool("deleted") {
-		return Account{}, errInvalidCredential
+		return resourceapi.Account{}, errInvalidCredential
 	}
 	return acct, nil
 }
 
-// Account returns the account of a user id, as a token's subject names it;
-// an unknown or soft-deleted user is the invalid-credential error.
-func (a *Authenticator) Account(ctx context.Context, id int64) (Account, error) {
+// AccountByID returns the account of a user id, as a token's subject names
+// it; an unknown or soft-deleted user is the invalid-credential error.
+func (a *Authenticator) AccountByID(ctx context.Context, id int64) (resourceapi.Account, error) {
 	acct, err := a.store.AccountByID(ctx, id)
 	if err != nil {
-		return Account{}, a.invalid(err)
+		return resourceapi.Account{}, a.invalid(err)
 	}
 	if acct.User.Bool("deleted") {
-		return Account{}, errInvalidCredential
+		return resourceapi.Account{}, errInvalidCredential
 	}
 	return acct, nil
 }
@@ -345,8 +170,8 @@ func (a *Authenticator) Account(ctx context.Context, id int64) (Account, error) 
 // credential error become the one invalid-credential error; throttling and
 // failures of the store itself pass through.
 func (a *Authenticator) invalid(err error) error {
-	switch ErrorCode(err) {
-	case CodeNotFound, CodeInvalidToken, CodeValidation, CodeBadRequest:
+	switch resourceapi.ErrorCode(err) {
+	case resourceapi.CodeNotFound, resourceapi.CodeInvalidToken, resourceapi.CodeValidation, resourceapi.CodeBadRequest:
 		return errInvalidCredential
 	}
 	return err
@@ -354,23 +179,24 @@ func (a *Authenticator) invalid(err error) error {
 
 // bearer returns the account an access token names, and the token's
 // security stamp, which account checks against the user's.
-func (a *Authenticator) bearer(ctx context.Context, token string) (Account, string, error) {
+func (a *Authenticator) bearer(ctx context.Context, token string) (resourceapi.Account, string, error) {
 	if a.tokens == nil {
-		return Account{}, "", errInvalidCredential
+		return resourceapi.Account{}, "", errInvalidCredential
 	}
 	claims, ok := a.verifiedTokens.get(token, a.now())
 	if !ok {
 		var err error
 		if claims, err = a.tokens.Verify(token); err != nil {
-			return Account{}, "", errInvalidCredential
+			return resourceapi.Account{}, "", errInvalidCredential
 		}
 		a.verifiedTokens.put(token, claims)
 	}
 	id, err := strconv.ParseInt(claims.Subject, 10, 64)
-	if err != nil || id < 1 || id > MaxID || claims.Stamp == "" {
-		return Account{}, "", errInvalidCredential
+	if err != nil || id < 1 || id > resourceapi.MaxID || claims.Stamp == "" {
+		return resourceapi.Account{}, "", errInvalidCredential
 	}
 	acct, err := a.store.AccountByID(ctx, id)
+	acct.ExpiresAt = claims.ExpiresAt
 	return acct, claims.Stamp, err
 }
 
@@ -379,10 +205,10 @@ func (a *Authenticator) bearer(ctx context.Context, token string) (Account, stri
 // verified against: it stays valid while the user's stored hash and email
 // are the same, so a password or email change, like a delete, forgets it at
 // once.
-func (a *Authenticator) password(ctx context.Context, email, password, client string) (Account, error) {
+func (a *Authenticator) password(ctx context.Context, email, password, client string) (resourceapi.Account, error) {
 	email = strings.TrimSpace(email)
-	if len(email) > MaxEmailLength || len(password) > 1024 {
-		return Account{}, errInvalidCredential
+	if len(email) > resourceapi.MaxEmailLength || len(password) > 1024 {
+		return resourceapi.Account{}, errInvalidCredential
 	}
 	key := a.verified.key(email, password)
 	if id, hash, ok := a.verified.get(key); ok {
@@ -392,26 +218,26 @@ func (a *Authenticator) password(ctx context.Context, email, password, client st
 			return acct, nil
 		}
 		a.verified.forget(key)
-		if err != nil && ErrorCode(err) != CodeNotFound {
-			return Account{}, err
+		if err != nil && resourceapi.ErrorCode(err) != resourceapi.CodeNotFound {
+			return resourceapi.Account{}, err
 		}
 	}
 	if err := a.admit(ctx, email, client); err != nil {
-		return Account{}, err
+		return resourceapi.Account{}, err
 	}
 	// The hash verified is the stored one, never a cached account's, so
 	// that a refusal is the database's answer (and a verification costs far
 	// more than reading it).
-	acct, err := a.store.AccountByEmail(uncachedAccounts(ctx), email)
-	if err != nil && ErrorCode(err) != CodeNotFound {
-		return Account{}, err
+	acct, err := a.store.AccountByEmail(resourceapi.UncachedAccounts(ctx), email)
+	if err != nil && resourceapi.ErrorCode(err) != resourceapi.CodeNotFound {
+		return resourceapi.Account{}, err
 	}
 	hash := acct.PasswordHash
 	if err != nil {
 		hash = ""
 	}
 	if !a.check(ctx, email, client, hash, password) {
-		return Account{}, errInvalidCredential
+		return resourceapi.Account{}, errInvalidCredential
 	}
 	a.verified.put(key, acct.User.ID(), hash)
 	return acct, nil
@@ -426,8 +252,8 @@ func (a *Authenticator) admit(ctx context.Context, email, client string) error {
 	if err := a.throttled(ctx, email, client); err != nil {
 		return err
 	}
-	if b := clientBudgetFrom(ctx); b != nil {
-		return b.verify(ctx)
+	if b := resourceapi.ClientBudgetFrom(ctx); b != nil {
+		return b.Verify(ctx)
 	}
 	return nil
 }
@@ -459,10 +285,10 @@ func (a *Authenticator) ConfirmPassword(ctx context.Context, id int64, password 
 		return errInvalidCredential
 	}
 	var client string
-	if b := clientBudgetFrom(ctx); b != nil {
+	if b := resourceapi.ClientBudgetFrom(ctx); b != nil {
 		client = b.Client()
 	}
-	acct, err := a.store.AccountByID(uncachedAccounts(ctx), id)
+	acct, err := a.store.AccountByID(resourceapi.UncachedAccounts(ctx), id)
 	if err != nil {
 		return a.invalid(err)
 	}
@@ -480,7 +306,7 @@ func (a *Authenticator) ConfirmPassword(ctx context.Context, id int64, password 
 // account and client. The account is keyed as the store finds it
 // (UniqueKey): every spelling that signs in to it shares its budget.
 func guessKeys(email, client string) (account, from string) {
-	account = "login:" + UniqueKey(strings.TrimSpace(email))
+	account = "login:" + resourceapi.UniqueKey(strings.TrimSpace(email))
 	return account, account + "|" + client
 }
 
@@ -489,7 +315,7 @@ func guessKeys(email, client string) (account, from string) {
 func (a *Authenticator) throttled(ctx context.Context, email, client string) error {
 	account, from := guessKeys(email, client)
 	for _, lim := range []struct {
-		l   RateLimiter
+		l   resourceapi.RateLimiter
 		key string
 	}{{a.guessesFrom, from}, {a.guesses, account}} {
 		if lim.l == nil {
@@ -500,7 +326,7 @@ func (a *Authenticator) throttled(ctx context.Context, email, client string) err
 			continue // a limiter that cannot decide does not lock anyone out
 		}
 		if d.Remaining < 1 {
-			return &Error{Code: CodeRateLimited, RetryAfter: max(d.RetryAfter, time.Second),
+			return &resourceapi.Error{Code: resourceapi.CodeRateLimited, RetryAfter: max(d.RetryAfter, time.Second),
 				Message: "Too many failed sign-in attempts for this account; retry later"}
 		}
 	}
@@ -525,7 +351,7 @@ type verifiedCache struct {
 	mac   []byte
 	ttl   time.Duration
 	max   int
-	now   Clock
+	now   resourceapi.Clock
 	mu    sync.Mutex
 	items map[[32]byte]verified
 }
@@ -536,7 +362,7 @@ type verified struct {
 	until  time.Time
 }
 
-func newVerifiedCache(ttl time.Duration, max int, now Clock) *verifiedCache {
+func newVerifiedCache(ttl time.Duration, max int, now resourceapi.Clock) *verifiedCache {
 	k := make([]byte, 32)
 	rand.Read(k)
 	return &verifiedCache{mac: k, ttl: ttl, max: max, now: now, items: make(map[[32]byte]verified)}
@@ -548,7 +374,7 @@ func (c *verifiedCache) key(email, password string) [32]byte {
 		return k
 	}
 	m := hmac.New(sha256.New, c.mac)
-	m.Write([]byte(UniqueKey(strings.TrimSpace(email))))
+	m.Write([]byte(resourceapi.UniqueKey(strings.TrimSpace(email))))
 	m.Write([]byte{0})
 	m.Write([]byte(password))
 	m.Sum(k[:0])
@@ -614,22 +440,22 @@ func (c *verifiedCache) forget(k [32]byte) {
 type tokenCache struct {
 	mu    sync.Mutex
 	max   int
-	items map[string]Claims
+	items map[string]resourceapi.Claims
 }
 
-func (c *tokenCache) get(token string, now time.Time) (Claims, bool) {
+func (c *tokenCache) get(token string, now time.Time) (resourceapi.Claims, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cl, ok := c.items[token]
 	if ok && !now.Before(cl.ExpiresAt) {
 		delete(c.items, token)
-		return Claims{}, false
+		return resourceapi.Claims{}, false
 	}
 	return cl, ok
 }
 
-func (c *tokenCache) put(token string, cl Claims) {
-	if len(token) > maxCredentialLen {
+func (c *tokenCache) put(token string, cl resourceapi.Claims) {
+	if len(token) > maxTokenLen {
 		return
 	}
 	c.mu.Lock()

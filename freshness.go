@@ -16,7 +16,7 @@ import (
 // version it was read at.
 //
 // A request that the Service alone answers (REST, GraphQL over HTTP) may be
-// authenticated from that cache (Authenticator.AuthenticateCached): its
+// authenticated from that cache (Service.Authenticate): its
 // caller is then provisional. The reads (Get, List, GetEach, ListEach) run
 // with an IdentityCheck in their context, and the store adds the identity version to the statements
 // the read runs anyway, so the check costs no round trip. If the version is
@@ -67,14 +67,16 @@ type cachedAccountsKey struct{}
 
 // CachedAccountsAllowed reports whether an IdentityStore may answer from a
 // cache that other processes' writes do not reach, marking the account
-// Cached: only when AuthenticateCached asks, for a caller the Service
+// Cached: only when Service.Authenticate asks, for a caller the Service
 // confirms.
 func CachedAccountsAllowed(ctx context.Context) bool {
 	return ctx.Value(cachedAccountsKey{}) != nil
 }
 
-// uncachedAccounts returns ctx without CachedAccountsAllowed.
-func uncachedAccounts(ctx context.Context) context.Context {
+// UncachedAccounts returns ctx without CachedAccountsAllowed: for the
+// lookups whose answer must be the database's (a password verified, a
+// refusal decided).
+func UncachedAccounts(ctx context.Context) context.Context {
 	if !CachedAccountsAllowed(ctx) {
 		return ctx
 	}
@@ -89,15 +91,25 @@ type provisional struct {
 	again   func(context.Context) (*Caller, error)
 }
 
-// AuthenticateCached is Authenticate for a request that only the Service's
-// methods answer: the account may come from the store's cache even where
-// other processes write (see above), and the caller returned is then
-// provisional, which every Service method confirms before it answers. A
-// refusal is always decided on the account as the database has it. Use
-// Authenticate where the caller is used in any other way (a WebSocket
-// connection's, which lasts).
-func (a *Authenticator) AuthenticateCached(ctx context.Context, cred Credential) (*Caller, error) {
-	acct, err := a.account(context.WithValue(ctx, cachedAccountsKey{}, true), cred)
+// Authenticate returns the caller a credential proves, for one request:
+// the one way every transport authenticates a request (a stream's caller is
+// a Session instead). No credential is CodeUnauthenticated ("Authentication
+// required", decided here alone); a credential that is not valid is the one
+// invalid-credential error; throttling is CodeRateLimited.
+//
+// The account may come from the store's cache even where other processes
+// write (see above): the caller returned is then provisional, and every
+// Service method confirms it before it answers, so a transport never
+// chooses between a cached and a fresh answer. A refusal is always decided
+// on the account as the database has it.
+func (s *Service) Authenticate(ctx context.Context, cred Credential) (*Caller, error) {
+	if cred.Scheme == SchemeNone {
+		return nil, errUnauthenticated
+	}
+	if s.auth == nil {
+		return nil, errInvalidCredential
+	}
+	acct, err := s.auth.Authenticate(context.WithValue(ctx, cachedAccountsKey{}, true), cred)
 	if err != nil {
 		return nil, err
 	}
@@ -107,16 +119,20 @@ func (a *Authenticator) AuthenticateCached(ctx context.Context, cred Credential)
 	}
 	p := *c
 	p.provisional = &provisional{version: acct.Version, again: func(ctx context.Context) (*Caller, error) {
-		return a.Authenticate(ctx, cred)
+		acct, err := s.auth.Authenticate(ctx, cred)
+		if err != nil {
+			return nil, err
+		}
+		return acct.Caller(), nil
 	}}
 	return &p, nil
 }
 
-// read runs fn, a read, as c. A provisional c is confirmed by the versions
+// readConfirmed runs fn, a read, as c. A provisional c is confirmed by the versions
 // fn's statements saw (or, when none did, by asking the store); when its
 // account has changed since it was cached, the request is authenticated
 // again from the database and fn runs again as the caller is now.
-func (s *Service) read(ctx context.Context, c *Caller, fn func(context.Context, *Caller) error) error {
+func (s *Service) readConfirmed(ctx context.Context, c *Caller, fn func(context.Context, *Caller) error) error {
 	if c == nil || c.provisional == nil {
 		return fn(ctx, c)
 	}

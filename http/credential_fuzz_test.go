@@ -1,4 +1,4 @@
-package resourceapi_test
+package http_test
 
 import (
 	"encoding/base64"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/resourceapi/resourceapi"
+	rhttp "github.com/resourceapi/resourceapi/http"
 )
 
 func basic(s string) string { return "Basic " + base64.StdEncoding.EncodeToString([]byte(s)) }
@@ -45,7 +46,7 @@ func TestParseCredential(t *testing.T) {
 		{name: "huge key", apiKey: []string{strings.Repeat("a", 9000)}, code: resourceapi.CodeInvalidToken},
 	}
 	for _, tt := range tests {
-		got, err := resourceapi.ParseCredential(tt.apiKey, tt.authz)
+		got, err := rhttp.ParseCredential(tt.apiKey, tt.authz)
 		if code := resourceapi.ErrorCode(err); code != tt.code {
 			t.Errorf("%s: error %v, want code %q", tt.name, err, tt.code)
 			continue
@@ -55,8 +56,8 @@ func TestParseCredential(t *testing.T) {
 		}
 	}
 	// Every invalid credential is told the same thing.
-	_, e1 := resourceapi.ParseCredential(nil, []string{"Digest x"})
-	_, e2 := resourceapi.ParseCredential(nil, []string{"Basic !!!"})
+	_, e1 := rhttp.ParseCredential(nil, []string{"Digest x"})
+	_, e2 := rhttp.ParseCredential(nil, []string{"Basic !!!"})
 	if e1.Error() != e2.Error() || e1.Error() != resourceapi.ErrInvalidCredential().Error() {
 		t.Errorf("invalid credentials told apart: %v / %v", e1, e2)
 	}
@@ -81,7 +82,7 @@ func FuzzParseCredential(f *testing.F) {
 		if authz != "" {
 			authzs = []string{authz}
 		}
-		cred, err := resourceapi.ParseCredential(keys, authzs)
+		cred, err := rhttp.ParseCredential(keys, authzs)
 		if err != nil {
 			switch resourceapi.ErrorCode(err) {
 			case resourceapi.CodeBadRequest, resourceapi.CodeInvalidToken:
