@@ -66,7 +66,7 @@ var OAuthClients = NewResource(Resource{
 		{Name: "updated_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 	},
 	Check:        checkClient,
-	BeforeCreate: createServiceUser,
+	Companion:    serviceUser,
 	Example: func(n int) Record {
 		return Record{"name": "Reporting " + itoa(n), "grants": []string{GrantAuthorizationCode, GrantRefreshToken},
 			"redirect_uris": []string{"https://app.example.com/callback"}}
@@ -162,21 +162,18 @@ func checkClient(rec Record, mode WriteMode) []FieldError {
 	return out
 }
 
-// createServiceUser creates the user a new client acts as with the
-// client_credentials grant (and owns nothing else), and sets user_id.
-func createServiceUser(ctx context.Context, s *Service, rec Record) (undo func(context.Context), err error) {
+// serviceUser declares the user a new client acts as with the
+// client_credentials grant (and that owns nothing else), created with the
+// client in one transaction; its id becomes the client's user_id. It is an
+// internal service user: hidden from everyone but admins.
+func serviceUser(rec Record) (Prerequisite, Record) {
 	id, _ := rec["client_id"].(string)
 	name, _ := rec["name"].(string)
 	user := Record{
 		"name":  truncateRunes(name+" (OAuth client)", 100),
 		"email": id + "@clients.invalid",
 	}
-	created, err := s.create(ctx, SystemCaller(), Users, 0, user, Record{"service": true})
-	if err != nil {
-		return nil, err
-	}
-	rec["user_id"] = created.ID()
-	return func(ctx context.Context) { s.store.Delete(context.WithoutCancel(ctx), Users, created.ID(), nil) }, nil
+	return Prerequisite{Resource: Users, Record: user, Link: "user_id"}, Record{"service": true}
 }
 
 func truncateRunes(s string, n int) string {

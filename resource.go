@@ -1,7 +1,6 @@
 package resourceapi
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -256,11 +255,12 @@ type Resource struct {
 	// Confirm, when set, lists fields that a record's owner changes only by
 	// confirming it with their current password (see Confirm).
 	Confirm *Confirm
-	// BeforeCreate, when set, runs in the rule layer before a record is
-	// created, after validation and generation, to create what the record
-	// needs (an OAuth client's service user). undo, when not nil, is called
-	// if the record itself is then not created.
-	BeforeCreate func(ctx context.Context, s *Service, rec Record) (undo func(context.Context), err error)
+	// Companion, when set, declares the record a new record needs created
+	// with it (an OAuth client's service user), given the new record after
+	// validation and generation. The Service validates the companion by
+	// its resource's rules, with internal values (Prerequisite), and the
+	// store creates both in one transaction.
+	Companion func(rec Record) (companion Prerequisite, internal Record)
 
 	fields map[string]*Field
 }
@@ -537,9 +537,9 @@ func (r *Resource) authorizeFields(caller *Caller, rec Record) error {
 
 // CreatableByPut reports whether a PUT to an absent id may create a record:
 // not when the service generates part of it (a key, a client's secret) or
-// creates what it needs (BeforeCreate), which only POST does.
+// creates what it needs (Companion), which only POST does.
 func (r *Resource) CreatableByPut() bool {
-	if r.BeforeCreate != nil {
+	if r.Companion != nil {
 		return false
 	}
 	for _, f := range r.Fields {

@@ -28,8 +28,10 @@ type Store interface {
 	Get(ctx context.Context, res *Resource, id int64) (Record, error)
 
 	// Create inserts rec and returns the stored record, with id and timestamps.
-	// Returns CodeConflict when a unique field is taken.
-	Create(ctx context.Context, res *Resource, rec Record) (Record, error)
+	// Returns CodeConflict when a unique field is taken. The records of
+	// before are created first, in the same transaction, each one's id set
+	// into rec's field its Link names: all are committed, or none.
+	Create(ctx context.Context, res *Resource, rec Record, before ...Prerequisite) (Record, error)
 
 	// Replace overwrites the writable fields of record id with rec, or creates
 	// the record with that id when it does not exist (created is then true).
@@ -91,4 +93,17 @@ type Clock func() time.Time
 // millisecond precision.
 func Timestamp(t time.Time) time.Time {
 	return t.UTC().Truncate(time.Millisecond)
+}
+
+// Prerequisite is a record a create needs created with it, in the same
+// transaction (an OAuth client's service user): Resource.Companion declares
+// it, the Service validates it by its resource's rules, and the store
+// creates it first and sets its id into the Link field of the record that
+// needs it.
+type Prerequisite struct {
+	Resource *Resource
+	Record   Record
+	// Link is the field of the dependent record that takes the id of this
+	// one.
+	Link string
 }

@@ -208,6 +208,32 @@ func (s *Service) Create(ctx context.Context, c *Caller, res *Resource, parent i
 	return s.create(ctx, c, res, parent, rec, nil)
 }
 
+// prepareCreate validates rec as a new record of res created by c (a
+// companion record, which the store creates with the record that needs it),
+// and applies internal values the rule layer sets itself.
+func (s *Service) prepareCreate(ctx context.Context, c *Caller, res *Resource, rec, internal Record) error {
+	if _, err := s.permit(c, res, OpCreate); err != nil {
+		return err
+	}
+	if err := s.prepare(c, res, rec, ModeCreate); err != nil {
+		return err
+	}
+	dropTransient(res, rec)
+	if err := s.lookup(ctx, res, rec); err != nil {
+		return err
+	}
+	if _, err := s.generate(res, rec); err != nil {
+		return err
+	}
+	if err := s.finish(res, rec); err != nil {
+		return err
+	}
+	for name, v := range internal {
+		rec[name] = v
+	}
+	return nil
+}
+
 // create is Create, with computed values the rule layer sets itself
 // (Internal fields, which no request sets): set, applied to the validated
 // record.
@@ -235,18 +261,13 @@ func (s *Service) create(ctx context.Context, c *Caller, res *Resource, parent i
 	if err != nil {
 		return nil, err
 	}
-	if res.BeforeCreate != nil {
-		undo, err := res.BeforeCreate(ctx, s, rec)
-		if err != nil {
+	var before []Prerequisite
+	if res.Companion != nil {
+		p, internal := res.Companion(rec)
+		if err := s.prepareCreate(ctx, SystemCaller(), p.Resource, p.Record, internal); err != nil {
 			return nil, err
 		}
-		if undo != nil {
-			defer func() {
-				if err != nil {
-					undo(ctx)
-				}
-			}()
-		}
+		before = append(before, p)
 	}
 	if err = s.finish(res, rec); err != nil {
 		return nil, err
@@ -254,7 +275,7 @@ func (s *Service) create(ctx context.Context, c *Caller, res *Resource, parent i
 	for name, v := range set {
 		rec[name] = v
 	}
-	out, err := s.store.Create(ctx, res, rec)
+	out, err := s.store.Create(ctx, res, rec, before...)
 	if err != nil {
 		if parent != 0 && isReferenceError(err, res.Parent) {
 			return nil, ErrNotFound(res.ParentResource())

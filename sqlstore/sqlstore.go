@@ -515,9 +515,25 @@ func (s *Store) get(ctx context.Context, db Querier, res *resourceapi.Resource, 
 }
 
 // Create implements resourceapi.Store.
-func (s *Store) Create(ctx context.Context, res *resourceapi.Resource, rec resourceapi.Record) (resourceapi.Record, error) {
+func (s *Store) Create(ctx context.Context, res *resourceapi.Resource, rec resourceapi.Record, before ...resourceapi.Prerequisite) (resourceapi.Record, error) {
 	var out resourceapi.Record
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
+		if len(before) > 0 {
+			// The record is written anew each round: a retried transaction
+			// links it to the prerequisites that round created.
+			rec = rec.Clone()
+		}
+		for _, p := range before {
+			pre, err := s.create(ctx, tx, p.Resource, p.Record)
+			if err != nil {
+				return err
+			}
+			if err := s.recordEvent(ctx, tx, p.Resource, resourceapi.OpCreate, pre); err != nil {
+				return err
+			}
+			s.changed(tx, change{res: p.Resource, id: pre.ID(), created: true})
+			rec[p.Link] = pre.ID()
+		}
 		var err error
 		if out, err = s.create(ctx, tx, res, rec); err != nil {
 			return err

@@ -147,12 +147,43 @@ func notFound(res *resourceapi.Resource) error {
 	return resourceapi.Errorf(resourceapi.CodeNotFound, "%s not found", res.Singular)
 }
 
-func (s *memStore) Create(ctx context.Context, res *resourceapi.Resource, rec resourceapi.Record) (resourceapi.Record, error) {
+func (s *memStore) Create(ctx context.Context, res *resourceapi.Resource, rec resourceapi.Record, before ...resourceapi.Prerequisite) (resourceapi.Record, error) {
 	if err := s.ctxErr(ctx); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(before) > 0 {
+		// One transaction: the prerequisites and the record, or nothing.
+		last := maps.Clone(s.last)
+		var made []rowKey
+		undo := func() {
+			for _, k := range made {
+				delete(s.table(k.res), k.id)
+			}
+			s.last = last
+		}
+		rec = rec.Clone()
+		for _, p := range before {
+			pre, err := s.createLocked(ctx, p.Resource, p.Record)
+			if err != nil {
+				undo()
+				return nil, err
+			}
+			made = append(made, rowKey{p.Resource, pre.ID()})
+			rec[p.Link] = pre.ID()
+		}
+		out, err := s.createLocked(ctx, res, rec)
+		if err != nil {
+			undo()
+		}
+		return out, err
+	}
+	return s.createLocked(ctx, res, rec)
+}
+
+// createLocked is Create of one record, with s.mu held.
+func (s *memStore) createLocked(ctx context.Context, res *resourceapi.Resource, rec resourceapi.Record) (resourceapi.Record, error) {
 	rows := s.table(res)
 	id := s.last[res] + 1
 	if s.bugs["reuse-ids"] {

@@ -112,6 +112,7 @@ func TestStore(t *testing.T, open func(t *testing.T) resourceapi.Store) {
 		{"Resources", testResources},
 		{"Batch", testBatch},
 		{"Events", testEvents},
+		{"Prerequisites", testPrerequisites},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, opened) })
