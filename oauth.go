@@ -65,8 +65,8 @@ var OAuthClients = NewResource(Resource{
 		{Name: "created_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 		{Name: "updated_at", Type: TypeTime, ReadOnly: true, Sortable: true},
 	},
-	Check:        checkClient,
-	Companion:    serviceUser,
+	Check:     checkClient,
+	Companion: serviceUser,
 	Example: func(n int) Record {
 		return Record{"name": "Reporting " + itoa(n), "grants": []string{GrantAuthorizationCode, GrantRefreshToken},
 			"redirect_uris": []string{"https://app.example.com/callback"}}

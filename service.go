@@ -201,13 +201,6 @@ func (s *Service) get(ctx context.Context, c *Caller, res *Resource, item Addres
 	return rec, nil
 }
 
-// Create validates rec and stores it as a new record of res, within the
-// parent's records when parent is not 0. The record returned carries, once,
-// the plain value of every secret the service generated for it (an API key).
-func (s *Service) Create(ctx context.Context, c *Caller, res *Resource, parent int64, rec Record) (Record, error) {
-	return s.create(ctx, c, res, parent, rec, nil)
-}
-
 // prepareCreate validates rec as a new record of res created by c (a
 // companion record, which the store creates with the record that needs it),
 // and applies internal values the rule layer sets itself.
@@ -234,10 +227,10 @@ func (s *Service) prepareCreate(ctx context.Context, c *Caller, res *Resource, r
 	return nil
 }
 
-// create is Create, with computed values the rule layer sets itself
-// (Internal fields, which no request sets): set, applied to the validated
-// record.
-func (s *Service) create(ctx context.Context, c *Caller, res *Resource, parent int64, rec, set Record) (_ Record, err error) {
+// Create validates rec and stores it as a new record of res, within the
+// parent's records when parent is not 0. The record returned carries, once,
+// the plain value of every secret the service generated for it (an API key).
+func (s *Service) Create(ctx context.Context, c *Caller, res *Resource, parent int64, rec Record) (_ Record, err error) {
 	c, err = current(ctx, c)
 	if err != nil {
 		return nil, err
@@ -271,9 +264,6 @@ func (s *Service) create(ctx context.Context, c *Caller, res *Resource, parent i
 	}
 	if err = s.finish(res, rec); err != nil {
 		return nil, err
-	}
-	for name, v := range set {
-		rec[name] = v
 	}
 	out, err := s.store.Create(ctx, res, rec, before...)
 	if err != nil {
