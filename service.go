@@ -724,3 +724,27 @@ func (s *Service) RequireAdmin(ctx context.Context, c *Caller) error {
 	}
 	return nil
 }
+
+// Authorize returns nil when c may perform op on every record of res: it
+// holds the permission, and is an admin where only a record's owner may (a
+// private resource). Otherwise it returns the error the operation would
+// (CodeUnauthenticated without a caller, CodeForbidden). It is for what acts
+// on records not yet written, such as a subscription to the events of
+// records created later.
+func (s *Service) Authorize(ctx context.Context, c *Caller, res *Resource, op Op) error {
+	c, err := current(ctx, c)
+	if err != nil {
+		return err
+	}
+	a, err := s.permit(c, res, op)
+	if err != nil {
+		return err
+	}
+	if a != byPermission {
+		return Errorf(CodeForbidden, "Permission denied: %s", PermissionFor(res.Name, op.Action()))
+	}
+	if res.Access.restricts(op) && !c.IsAdmin() {
+		return Errorf(CodeForbidden, "Only the owner of a %s or an admin may %s it", res.Singular, op.verb())
+	}
+	return nil
+}
