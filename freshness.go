@@ -173,3 +173,28 @@ func current(ctx context.Context, c *Caller) (*Caller, error) {
 	}
 	return c.provisional.again(ctx)
 }
+
+// Versioner is implemented by stores that can tell, without a query,
+// whether the records of resources may have changed: a store whose every
+// write goes through it or is reported to it (package sqlite).
+type Versioner interface {
+	// Version returns the generation of the records of res: a number that
+	// grows once a write that may change any of them has begun, by this
+	// process or, where the store can tell, another. ok is false when it
+	// cannot tell now (a write of one of them is in flight, or the store
+	// cannot know), and then nothing should be kept or served on its
+	// strength.
+	Version(res ...*Resource) (v uint64, ok bool)
+}
+
+// Version returns the store's generation of the records of res (see
+// Versioner), for a door that keeps what it computed from them for exactly
+// as long as it is current (GraphQL's users cache); ok is false when the
+// store cannot tell, and then nothing may be kept.
+func (s *Service) Version(res ...*Resource) (v uint64, ok bool) {
+	vs, ok := s.store.(Versioner)
+	if !ok {
+		return 0, false
+	}
+	return vs.Version(res...)
+}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/resourceapi/resourceapi"
@@ -103,5 +104,53 @@ func TestUsersNeverStaleAcrossInstances(t *testing.T) {
 	a.mustData(a.admin, `mutation { updateUser(id: "2", name: "Renamed on A") { id } }`, nil, nil)
 	if got := b.names(t); got != "Test Admin,Renamed on A,On B" {
 		t.Fatalf("users on b after an update on a = %s", got)
+	}
+}
+
+// The users cache: a repeated query of users costs no statement, and the
+// first one after a write (here a post's, over REST) reads again.
+func TestUsersCacheServesRepeatsUntilAWrite(t *testing.T) {
+	var statements atomic.Int64
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "test.db"),
+		sqlite.Options{Sync: sqlite.SyncNormal, OnStatement: counter(&statements)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s := mustServer(t, db)
+	mustUsers(t, s, 3, 1)
+	const query = "{ users { id name posts { title } } }"
+	run := func(query string) (int64, string) {
+		before := statements.Load()
+		r := s.post(s.admin, query, nil)
+		if len(r.Errors) > 0 {
+			t.Fatalf("errors: %+v", r.Errors)
+		}
+		return statements.Load() - before, string(r.Data)
+	}
+	// What authenticating the request costs, whatever the query.
+	auth, _ := run("{ hello }")
+	run(query)
+	n, first := run(query)
+	if n > auth {
+		t.Fatalf("a repeated query ran %d statements, want at most authentication's %d", n, auth)
+	}
+	r := s.send(http.MethodPost, "/api/posts", s.admin, strings.NewReader(`{"title":"New","content":"Text","author_id":1}`),
+		"Content-Type", "application/json")
+	if r.status != http.StatusCreated {
+		t.Fatalf("POST /api/posts: %d %s", r.status, r.raw)
+	}
+	_, after := run(query)
+	if after == first || !strings.Contains(after, `"title":"New"`) {
+		t.Fatalf("after a write, data %s", after)
+	}
+	// Another caller, with other permissions, is not served the admin's.
+	none := s.mustAccount("Nobody", "nobody@test.example")
+	var d struct{ Users []userData }
+	s.mustData(s.admin, "{ users { name } }", nil, &d)
+	s.mustData(s.admin, "{ users { name } }", nil, &d)
+	s.mustData(none, "{ users { name } }", nil, &d)
+	if len(d.Users) != 1 || d.Users[0].Name != "Nobody" {
+		t.Fatalf("users for a user without users:read = %+v", d.Users)
 	}
 }

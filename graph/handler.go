@@ -105,6 +105,12 @@ type Options struct {
 	// least recently used first out (default 1000; only documents of at
 	// most 4 KiB are kept).
 	QueryCacheSize int
+	// UsersCacheTTL is the longest a response of users is kept (default
+	// 60 s; negative: no cache), and UsersCacheBytes how many bytes of them
+	// (default 16 MiB). Only a store that implements resourceapi.Versioner
+	// (SQLite) gets the cache; see usercache.go and docs/graphql.md.
+	UsersCacheTTL   time.Duration
+	UsersCacheBytes int
 	// WebSocket holds the limits of subscription connections.
 	WebSocket WebSocketOptions
 }
@@ -152,7 +158,8 @@ type Handler struct {
 	exec   *handler.Server
 	sdl    []byte
 	assets http.Handler
-	conns  wsConns // open subscription connections
+	users  *usersCache // nil: no users cache (see usercache.go)
+	conns  wsConns     // open subscription connections
 	// writers send what subscription connections have queued.
 	writers writers
 	// renders shares renderings of events among subscriptions.
@@ -182,6 +189,7 @@ func New(cfg Options) *Handler {
 		h.logger = slog.New(slog.DiscardHandler)
 	}
 	h.sdl = schemaText()
+	h.users = newUsersCache(cfg.Service, cfg.UsersCacheTTL, cfg.UsersCacheBytes)
 	sub, err := fs.Sub(graphiqlFiles, "graphiql")
 	if err != nil {
 		panic(err)
@@ -230,6 +238,10 @@ func setDefaults(cfg *Options) {
 	def(&cfg.MaxQueryBytes, DefaultMaxQueryBytes)
 	def(&cfg.MaxTokens, DefaultMaxTokens)
 	def(&cfg.QueryCacheSize, DefaultQueryCacheSize)
+	if cfg.UsersCacheTTL == 0 {
+		cfg.UsersCacheTTL = 60 * time.Second
+	}
+	def(&cfg.UsersCacheBytes, 16<<20)
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}

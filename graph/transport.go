@@ -15,6 +15,8 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/resourceapi/resourceapi"
 )
 
 // Media types of GraphQL responses.
@@ -109,13 +111,31 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 		writeResponse(w, status, media, resp)
 		return
 	}
+	// The users cache (usercache.go): a query of users by a caller is
+	// answered from it while the store says nothing changed.
+	var key [32]byte
+	var before uint64
+	keep := false
+	if uc := t.h.users; uc != nil && cacheable(opCtx.Operation) && resourceapi.CredentialErrorFrom(ctx) == nil {
+		var ok bool
+		if key, ok = uc.key(opCtx, resourceapi.CallerFrom(ctx)); ok {
+			if body, hit := uc.get(key); hit {
+				writeBody(w, http.StatusOK, media, body)
+				return
+			}
+			before, keep = uc.version()
+		}
+	}
 	responses, ctx := exec.DispatchOperation(ctx, opCtx)
 	resp := responses(ctx)
 	body := encodeResponse(resp)
 	if int64(len(body)) > t.h.cfg.MaxResponseBytes {
 		// The response's budget stops it before it gets this large
 		// (budget.go); this is the check on what is sent.
-		body = t.h.capResponse(body)
+		body, keep = t.h.capResponse(body), false
+	}
+	if keep && len(resp.Errors) == 0 && resp.Data != nil {
+		t.h.users.put(key, before, body)
 	}
 	writeBody(w, http.StatusOK, media, body)
 }

@@ -168,3 +168,13 @@ func distinct(ids []int64) []int64 {
 	}
 	return out
 }
+
+var _ resourceapi.Versioner = (*Store)(nil)
+
+// Version implements resourceapi.Versioner with the cache's epochs, which
+// every write moves before its commit can be seen and every foreign commit
+// moves before a read can see it: ok only when the store has a cache (with
+// ForeignCommits where others write).
+func (s *Store) Version(res ...*resourceapi.Resource) (uint64, bool) {
+	return s.cache.version(res)
+}

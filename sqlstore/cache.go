@@ -363,3 +363,36 @@ func listKey(lq resourceapi.ListQuery) string {
 	}
 	return string(b)
 }
+
+// version implements Store.Version: the sum of the global epoch and the
+// writes epochs of res, after the foreign commits are counted. Every epoch
+// only ever grows, so the sum grows exactly when one of them does: one
+// number for any set of resources.
+func (c *cache) version(res []*resourceapi.Resource) (uint64, bool) {
+	if c == nil {
+		return 0, false
+	}
+	if c.foreign != nil {
+		foreign, ok := c.foreign()
+		if !ok {
+			return 0, false
+		}
+		c.mu.Lock()
+		if foreign > c.foreignSeen {
+			c.foreignSeen = foreign
+			c.global++
+		}
+	} else {
+		c.mu.Lock()
+	}
+	defer c.mu.Unlock()
+	v := c.global
+	for _, r := range res {
+		ep := c.epochs(r)
+		if ep.inflight > 0 {
+			return 0, false
+		}
+		v += ep.writes
+	}
+	return v, true
+}
