@@ -39,6 +39,19 @@ wait_listening() {
 	return 1
 }
 
+# wait_ready PID PORT waits until resourceapi (process PID) on PORT answers
+# /readyz with 200: it binds its port before it makes the first admin
+# (which the scripts use at once), and serves only after.
+wait_ready() {
+	local _
+	for _ in $(seq 600); do
+		if ! kill -0 "$1" 2>/dev/null; then return 1; fi
+		if curl -fsS -o /dev/null "http://127.0.0.1:$2/readyz" 2>/dev/null; then return 0; fi
+		sleep 0.1
+	done
+	return 1
+}
+
 # memory PID prints the resident set now and at its peak.
 memory() {
 	awk '/^VmRSS|^VmHWM/ { printf "%s %d MiB  ", $1, $2 / 1024 } END { print "" }' "/proc/$1/status"
@@ -105,7 +118,7 @@ start_server() {
 		RESOURCEAPI_RATE_LIMIT=${RESOURCEAPI_RATE_LIMIT:-0} \
 		"$1" serve >"$work/server.log" 2>&1 &
 	server_pid=$!
-	if ! wait_listening "$server_pid" "$port"; then
+	if ! wait_ready "$server_pid" "$port"; then
 		echo "resourceapi did not start:" >&2
 		cat "$work/server.log" >&2
 		exit 1

@@ -163,7 +163,7 @@ start_resourceapi() {
 		"$bin" serve >"$work/resourceapi-$name.log" 2>&1 &
 	pid=$!
 	pids+=("$pid")
-	if ! wait_listening "$pid" "$port"; then
+	if ! wait_ready "$pid" "$port"; then
 		echo "resourceapi ($name) did not start:" >&2
 		tail -n 20 "$work/resourceapi-$name.log" >&2
 		exit 1

@@ -72,7 +72,7 @@ serve() {
 		RESOURCEAPI_ADMIN_EMAIL=$admin_email RESOURCEAPI_ADMIN_PASSWORD=$admin_password \
 		RESOURCEAPI_RATE_LIMIT=0 RESOURCEAPI_EVENTS_POLL=${RESOURCEAPI_EVENTS_POLL:-1m} "$work/resourceapi" serve >>"$work/server.log" 2>&1 &
 	pid=$!
-	wait_listening "$pid" "$port" || { tail -n 20 "$work/server.log" >&2; exit 1; }
+	wait_ready "$pid" "$port" || { tail -n 20 "$work/server.log" >&2; exit 1; }
 	url=http://127.0.0.1:$port
 }
 serve
