@@ -117,6 +117,9 @@ func TestSubscriptionConnectionCaps(t *testing.T) {
 			a3 := s.dial(t, proto, http.Header{"X-Api-Key": {s.admin}})
 			a3.send(wsMessage{Type: "connection_init"})
 			a3.mustCloseWith(4429)
+			// The refused connection leaves the count once the server has
+			// closed it, not when the client read the close.
+			waitFor(t, "the refused connection gone", func() bool { open, _, _ := s.gql.Connections(); return open == 2 })
 			b := s.dial(t, proto, nil)
 			b.init(map[string]any{"X-API-Key": other})
 
