@@ -60,3 +60,50 @@ func Subscribe(ctx context.Context, events Events, name string, buffer int) (<-c
 	}
 	return ch, nil
 }
+
+// Outbox is the store's side of events: every write whose resource declares
+// an event records it in the write's own transaction (so a committed write
+// always has its event, and a failed one never), and the relay takes the
+// events from there.
+type Outbox interface {
+	// PublishEvents hands publish the oldest unpublished events, at most
+	// limit, in the order of their IDs, and once publish returns nil marks
+	// them published, never to be handed out again (a store that one
+	// process relays may record the marks in the database a little later:
+	// until then, only a restart would publish them again). When publish
+	// fails they stay unpublished, to be handed out again, and PublishEvents
+	// returns its error. It returns how many events it published. Events that another relay is publishing at
+	// the same moment are skipped, not waited for, so relays on several
+	// instances share the work and publish each event once, unless one dies
+	// between publishing and marking (then another publishes it again).
+	PublishEvents(ctx context.Context, limit int, publish func(context.Context, []Event) error) (int, error)
+
+	// PurgeEvents deletes at most limit events published before t, oldest
+	// first, and returns how many it deleted. Unpublished events are kept,
+	// however old.
+	PurgeEvents(ctx context.Context, before time.Time, limit int) (int, error)
+
+	// EventsWritten returns a channel that receives a value after this
+	// process ends a write transaction that recorded events (several such
+	// ends may share one value), so that the relay publishes them at once.
+	// Events committed by other processes are found by polling.
+	EventsWritten() <-chan struct{}
+}
+
+// Publisher carries events to their subscribers: straight into this
+// process's hub, or into an engine that every instance reads.
+type Publisher interface {
+	// Publish delivers events, in order, or fails. It may have delivered
+	// some of them when it fails; they are then published again, and the
+	// subscribers' hubs, which deliver each event ID once, drop the repeats.
+	Publish(ctx context.Context, events []Event) error
+}
+
+// Pacer is implemented by a Publisher whose subscribers may take events
+// more slowly than the publisher hands them over (a process's hub, whose
+// subscribers are network clients): Ready returns once they can take more,
+// so that a burst waits where it is (the outbox, a stream) rather than in
+// memory. It fails only when ctx ends.
+type Pacer interface {
+	Ready(ctx context.Context) error
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/resourceapi/resourceapi/inmem"
 	"github.com/resourceapi/resourceapi/postgres"
 	"github.com/resourceapi/resourceapi/postgres/pgtest"
+	"github.com/resourceapi/resourceapi/relay"
 	"github.com/resourceapi/resourceapi/sqlite"
 	"github.com/resourceapi/resourceapi/token"
 )
@@ -141,18 +142,18 @@ func mustServerWith(tb testing.TB, st store, opts ...func(*graph.Options, *rhttp
 	gopts := graph.Options{Service: svc, ParseCredential: rhttp.ParseCredential, Events: hub, Logger: logger, RequestID: rhttp.RequestID,
 		Version: "test"}
 	hcfg := rhttp.Config{Service: svc, Logger: logger}
-	relay := false
+	withRelays := false
 	for _, o := range opts {
 		if o == nil {
-			relay = true // withRelay
+			withRelays = true // withRelay
 			continue
 		}
 		o(&gopts, &hcfg)
 	}
-	if relay {
+	if withRelays {
 		// The events of committed writes reach the hub, as serve wires
 		// them (docs/events.md).
-		r := resourceapi.NewRelay(resourceapi.RelayConfig{Outbox: st.(resourceapi.Outbox), Publisher: hub})
+		r := relay.New(st.(resourceapi.Outbox), hub, relay.Config{})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); r.Run(ctx) }()

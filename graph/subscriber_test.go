@@ -16,6 +16,7 @@ import (
 	"github.com/resourceapi/resourceapi/graph"
 	rhttp "github.com/resourceapi/resourceapi/http"
 	"github.com/resourceapi/resourceapi/postgres/pgtest"
+	"github.com/resourceapi/resourceapi/relay"
 )
 
 // mustKey creates an API key of user and returns its id and secret.
@@ -320,7 +321,7 @@ func TestSubscriptionBurst(t *testing.T) {
 		s.mustUser(fmt.Sprint("Burst", i), fmt.Sprintf("burst%d@test.example", i))
 	}
 	// Only now does a relay run: it finds the 500 events in the outbox.
-	relay := resourceapi.NewRelay(resourceapi.RelayConfig{Outbox: st.(resourceapi.Outbox), Publisher: s.hub})
+	relay := relay.New(st.(resourceapi.Outbox), s.hub, relay.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); relay.Run(ctx) }()

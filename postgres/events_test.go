@@ -11,6 +11,7 @@ import (
 	"github.com/resourceapi/resourceapi/inmem"
 	"github.com/resourceapi/resourceapi/postgres"
 	"github.com/resourceapi/resourceapi/postgres/pgtest"
+	"github.com/resourceapi/resourceapi/relay"
 )
 
 func mustOpen(t *testing.T, url string) *postgres.DB {
@@ -73,8 +74,8 @@ func TestTwoRelays(t *testing.T) {
 		db      *postgres.DB
 		batches *int
 	}{{a, &batchesA}, {b, &batchesB}} {
-		relay := resourceapi.NewRelay(resourceapi.RelayConfig{Outbox: r.db, Poll: 20 * time.Millisecond,
-			Publisher: countingPublisher{mu: &mu, counts: counts, batches: r.batches, errs: &errs, hub: hub}})
+		relay := relay.New(r.db, countingPublisher{mu: &mu, counts: counts, batches: r.batches, errs: &errs, hub: hub},
+			relay.Config{Poll: 20 * time.Millisecond})
 		relays.Go(func() { relay.Run(ctx) })
 	}
 	stop := func() {
@@ -140,7 +141,7 @@ func TestPollPublishesAnotherInstancesEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	relay := resourceapi.NewRelay(resourceapi.RelayConfig{Outbox: relaying, Publisher: hub, Poll: 50 * time.Millisecond})
+	relay := relay.New(relaying, hub, relay.Config{Poll: 50 * time.Millisecond})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/resourceapi/resourceapi"
 	"github.com/resourceapi/resourceapi/inmem"
+	"github.com/resourceapi/resourceapi/relay"
 	"github.com/resourceapi/resourceapi/sqlite"
 	"github.com/resourceapi/resourceapi/storetest"
 )
@@ -113,7 +114,7 @@ func TestRelayToHub(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	relay := resourceapi.NewRelay(resourceapi.RelayConfig{Outbox: db, Publisher: hub, Poll: 50 * time.Millisecond})
+	relay := relay.New(db, hub, relay.Config{Poll: 50 * time.Millisecond})
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)

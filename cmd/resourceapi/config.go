@@ -17,6 +17,7 @@ import (
 	"github.com/resourceapi/resourceapi"
 	"github.com/resourceapi/resourceapi/graph"
 	"github.com/resourceapi/resourceapi/redis"
+	"github.com/resourceapi/resourceapi/relay"
 )
 
 // config is every setting of the program. It is read from the environment
@@ -75,8 +76,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		RateWindow:      time.Minute,
 
 		EventsRelay:        true,
-		EventsPoll:         resourceapi.DefaultRelayPoll,
-		EventsRetention:    resourceapi.DefaultRelayRetention,
+		EventsPoll:         relay.DefaultPoll,
+		EventsRetention:    relay.DefaultRetention,
 		EventsStream:       redis.DefaultStream,
 		EventsStreamLength: redis.DefaultStreamLength,
 

@@ -9,6 +9,7 @@ import (
 	"github.com/resourceapi/resourceapi"
 	"github.com/resourceapi/resourceapi/inmem"
 	"github.com/resourceapi/resourceapi/redis"
+	"github.com/resourceapi/resourceapi/relay"
 )
 
 // events is one instance's share of the events (docs/events.md): the hub
@@ -50,8 +51,8 @@ func startEvents(ctx context.Context, cfg config, outbox resourceapi.Outbox, rdb
 			"with several instances, set RESOURCEAPI_REDIS_URL so that every instance's subscribers hear every write")
 	}
 	if cfg.EventsRelay {
-		relay := resourceapi.NewRelay(resourceapi.RelayConfig{
-			Outbox: outbox, Publisher: publisher, Poll: cfg.EventsPoll, Retention: cfg.EventsRetention, Logger: log,
+		relay := relay.New(outbox, publisher, relay.Config{
+			Poll: cfg.EventsPoll, Retention: cfg.EventsRetention, Logger: log,
 		})
 		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		ev.stopRelay, ev.relayDone = cancel, make(chan struct{})

@@ -1,4 +1,4 @@
-package resourceapi_test
+package relay_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/resourceapi/resourceapi"
+	"github.com/resourceapi/resourceapi/relay"
 )
 
 // fakeOutbox is an in-memory resourceapi.Outbox.
@@ -148,13 +149,13 @@ func (s *syncBuffer) String() string {
 }
 
 // startRelay runs a relay until the test ends.
-func startRelay(t *testing.T, cfg resourceapi.RelayConfig) {
+func startRelay(t *testing.T, ob resourceapi.Outbox, pub resourceapi.Publisher, cfg relay.Config) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		resourceapi.NewRelay(cfg).Run(ctx)
+		relay.New(ob, pub, cfg).Run(ctx)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -169,14 +170,14 @@ func startRelay(t *testing.T, cfg resourceapi.RelayConfig) {
 func TestRelayPublishesSignalledAndPolled(t *testing.T) {
 	ob, pub := newFakeOutbox(), newFakePublisher()
 	// A poll of an hour: only the signal can publish the first events.
-	startRelay(t, resourceapi.RelayConfig{Outbox: ob, Publisher: pub, Poll: time.Hour})
+	startRelay(t, ob, pub, relay.Config{Poll: time.Hour})
 	for range 250 { // more than a batch
 		ob.add(true)
 	}
 	pub.mustReceive(t, 250)
 
 	ob2, pub2 := newFakeOutbox(), newFakePublisher()
-	startRelay(t, resourceapi.RelayConfig{Outbox: ob2, Publisher: pub2, Poll: 10 * time.Millisecond})
+	startRelay(t, ob2, pub2, relay.Config{Poll: 10 * time.Millisecond})
 	ob2.add(false) // committed by another process: no signal
 	pub2.mustReceive(t, 1)
 }
@@ -185,7 +186,7 @@ func TestRelayRetriesUntilThePublisherAnswers(t *testing.T) {
 	ob, pub := newFakeOutbox(), newFakePublisher()
 	var logs syncBuffer
 	pub.setDown(true)
-	startRelay(t, resourceapi.RelayConfig{Outbox: ob, Publisher: pub, Poll: 5 * time.Millisecond,
+	startRelay(t, ob, pub, relay.Config{Poll: 5 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	for range 3 {
 		ob.add(true)
@@ -216,7 +217,7 @@ func TestRelayRetriesUntilThePublisherAnswers(t *testing.T) {
 func TestRelayPurgesAfterRetention(t *testing.T) {
 	ob, pub := newFakeOutbox(), newFakePublisher()
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	startRelay(t, resourceapi.RelayConfig{Outbox: ob, Publisher: pub, Retention: 90 * time.Minute,
+	startRelay(t, ob, pub, relay.Config{Retention: 90 * time.Minute,
 		Now: func() time.Time { return now }})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -242,10 +243,10 @@ func TestRelayLastRound(t *testing.T) {
 	ob, pub := newFakeOutbox(), newFakePublisher()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	relay := resourceapi.NewRelay(resourceapi.RelayConfig{Outbox: ob, Publisher: pub, Poll: time.Hour})
+	r := relay.New(ob, pub, relay.Config{Poll: time.Hour})
 	go func() {
 		defer close(done)
-		relay.Run(ctx)
+		r.Run(ctx)
 	}()
 	ob.add(false)
 	cancel()
@@ -255,7 +256,7 @@ func TestRelayLastRound(t *testing.T) {
 		t.Fatal("Run did not return within 10s of its context's end")
 	}
 	pub.mustReceive(t, 1)
-	if got := relay.Published(); got != 1 {
+	if got := r.Published(); got != 1 {
 		t.Fatalf("Published() = %d, want 1", got)
 	}
 }

@@ -1,70 +1,28 @@
-package resourceapi
+// Package relay publishes the events of a resourceapi.Outbox through a
+// resourceapi.Publisher: the worker between the store's outbox and the
+// engine that carries events to subscribers (docs/events.md).
+package relay
 
 import (
 	"context"
 	"log/slog"
 	"sync/atomic"
 	"time"
+
+	"github.com/resourceapi/resourceapi"
 )
-
-// Outbox is the store's side of events: every write whose resource declares
-// an event records it in the write's own transaction (so a committed write
-// always has its event, and a failed one never), and the relay takes the
-// events from there.
-type Outbox interface {
-	// PublishEvents hands publish the oldest unpublished events, at most
-	// limit, in the order of their IDs, and once publish returns nil marks
-	// them published, never to be handed out again (a store that one
-	// process relays may record the marks in the database a little later:
-	// until then, only a restart would publish them again). When publish
-	// fails they stay unpublished, to be handed out again, and PublishEvents
-	// returns its error. It returns how many events it published. Events that another relay is publishing at
-	// the same moment are skipped, not waited for, so relays on several
-	// instances share the work and publish each event once, unless one dies
-	// between publishing and marking (then another publishes it again).
-	PublishEvents(ctx context.Context, limit int, publish func(context.Context, []Event) error) (int, error)
-
-	// PurgeEvents deletes at most limit events published before t, oldest
-	// first, and returns how many it deleted. Unpublished events are kept,
-	// however old.
-	PurgeEvents(ctx context.Context, before time.Time, limit int) (int, error)
-
-	// EventsWritten returns a channel that receives a value after this
-	// process ends a write transaction that recorded events (several such
-	// ends may share one value), so that the relay publishes them at once.
-	// Events committed by other processes are found by polling.
-	EventsWritten() <-chan struct{}
-}
-
-// Publisher carries events to their subscribers: straight into this
-// process's hub, or into an engine that every instance reads.
-type Publisher interface {
-	// Publish delivers events, in order, or fails. It may have delivered
-	// some of them when it fails; they are then published again, and the
-	// subscribers' hubs, which deliver each event ID once, drop the repeats.
-	Publish(ctx context.Context, events []Event) error
-}
-
-// Pacer is implemented by a Publisher whose subscribers may take events
-// more slowly than the publisher hands them over (a process's hub, whose
-// subscribers are network clients): Ready returns once they can take more,
-// so that a burst waits where it is (the outbox, a stream) rather than in
-// memory. It fails only when ctx ends.
-type Pacer interface {
-	Ready(ctx context.Context) error
-}
 
 // Relay defaults.
 const (
-	// DefaultRelayPoll is how often a relay looks for events it was not
-	// told about, when RelayConfig.Poll is 0.
-	DefaultRelayPoll = 250 * time.Millisecond
-	// DefaultRelayRetention is how long published events stay in the
-	// outbox, when RelayConfig.Retention is 0.
-	DefaultRelayRetention = time.Hour
-	// DefaultRelayTimeout bounds one batch's publication, when
-	// RelayConfig.Timeout is 0.
-	DefaultRelayTimeout = 5 * time.Second
+	// DefaultPoll is how often a relay looks for events it was not
+	// told about, when Config.Poll is 0.
+	DefaultPoll = 250 * time.Millisecond
+	// DefaultRetention is how long published events stay in the
+	// outbox, when Config.Retention is 0.
+	DefaultRetention = time.Hour
+	// DefaultTimeout bounds one batch's publication, when
+	// Config.Timeout is 0.
+	DefaultTimeout = 5 * time.Second
 )
 
 const (
@@ -86,26 +44,24 @@ const (
 	finalTimeout = 2 * time.Second
 )
 
-// RelayConfig configures NewRelay.
-type RelayConfig struct {
-	Outbox    Outbox
-	Publisher Publisher
+// Config configures New.
+type Config struct {
 	// Poll is how often the relay looks for events that no signal told it
 	// about: committed by another process (a command beside the server,
 	// another instance that died before publishing, or whose relay is off).
-	// 0 is DefaultRelayPoll.
+	// 0 is DefaultPoll.
 	Poll time.Duration
 	// Retention is how long published events stay in the outbox before they
-	// are purged; 0 is DefaultRelayRetention.
+	// are purged; 0 is DefaultRetention.
 	Retention time.Duration
 	// Timeout bounds the publication of one batch (reading, publishing and
-	// marking it); 0 is DefaultRelayTimeout.
+	// marking it); 0 is DefaultTimeout.
 	Timeout time.Duration
 	// Logger receives warnings while publishing fails, at most one every 10
 	// seconds, and a line when it works again; nil discards them.
 	Logger *slog.Logger
 	// Now is the clock of the retention; nil is time.Now.
-	Now Clock
+	Now func() time.Time
 }
 
 // Relay publishes the events of an Outbox through a Publisher: right after
@@ -116,31 +72,32 @@ type RelayConfig struct {
 // batch, so that a burst waits in the outbox while subscribers drain. It
 // deletes published events once Retention has passed, in small batches.
 type Relay struct {
-	outbox    Outbox
-	publisher Publisher
+	outbox    resourceapi.Outbox
+	publisher resourceapi.Publisher
 	poll      time.Duration
 	retention time.Duration
 	timeout   time.Duration
 	logger    *slog.Logger
-	now       Clock
+	now       func() time.Time
 
 	published atomic.Int64
 	failing   bool
 	warned    time.Time
 }
 
-// NewRelay returns a relay for cfg; Run runs it.
-func NewRelay(cfg RelayConfig) *Relay {
-	r := &Relay{outbox: cfg.Outbox, publisher: cfg.Publisher, poll: cfg.Poll, retention: cfg.Retention,
+// New returns a relay that publishes the events of outbox through
+// publisher, configured by cfg; Run runs it.
+func New(outbox resourceapi.Outbox, publisher resourceapi.Publisher, cfg Config) *Relay {
+	r := &Relay{outbox: outbox, publisher: publisher, poll: cfg.Poll, retention: cfg.Retention,
 		timeout: cfg.Timeout, logger: cfg.Logger, now: cfg.Now}
 	if r.poll <= 0 {
-		r.poll = DefaultRelayPoll
+		r.poll = DefaultPoll
 	}
 	if r.retention <= 0 {
-		r.retention = DefaultRelayRetention
+		r.retention = DefaultRetention
 	}
 	if r.timeout <= 0 {
-		r.timeout = DefaultRelayTimeout
+		r.timeout = DefaultTimeout
 	}
 	if r.logger == nil {
 		r.logger = slog.New(slog.DiscardHandler)
@@ -212,7 +169,7 @@ func backoff(poll time.Duration, n int) time.Duration {
 // round publishes batches until the outbox has no more, and reports whether
 // it got there without an error.
 func (r *Relay) round(ctx context.Context) bool {
-	pacer, _ := r.publisher.(Pacer)
+	pacer, _ := r.publisher.(resourceapi.Pacer)
 	for ctx.Err() == nil {
 		if pacer != nil && pacer.Ready(ctx) != nil {
 			return false
