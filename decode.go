@@ -1,11 +1,7 @@
 package resourceapi
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
-	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -29,54 +25,15 @@ const (
 	ModePatch
 )
 
-// DecodeRecord decodes a JSON request body into a record of res. It only
-// translates: the rule layer (Service) validates the record, and reports in
-// one CodeValidation error, with a detail per field, both the values that
-// could not be decoded here (unknown fields, wrong JSON types) and the
-// constraints that decoded values break. pathID, when not 0, is the id in the
-// path of a PUT: a body id that differs is refused. Other read-only fields are
-// ignored.
-//
-// Malformed JSON, or JSON that is not an object, returns CodeBadRequest.
-func DecodeRecord(res *Resource, body []byte, pathID int64) (Record, error) {
-	raw, err := decodeObject(body)
-	if err != nil {
-		return nil, err
-	}
-	rec := make(Record, len(raw))
-	for name, msg := range raw {
-		f := res.Field(name)
-		switch {
-		case f == nil || f.Internal:
-			rec[name] = invalidValue{"is not a field of " + res.Singular}
-		case f.ReadOnly || f.Generate != nil:
-			if name == "id" && pathID != 0 {
-				if id, ok := decodeInt(msg); !ok || id != pathID {
-					rec[name] = invalidValue{"does not match the id in the path"}
-				}
-			} else if !validJSONText(msg) {
-				rec[name] = invalidValue{notUTF8} // ignored, but still text a client must not send
-			}
-		default:
-			v, why := decodeValue(f, msg)
-			if why != "" {
-				rec[name] = invalidValue{why}
-				continue
-			}
-			rec[name] = v
-		}
-	}
-	if !utf8.Valid(body) && !slices.ContainsFunc(slices.Collect(maps.Values(rec)), func(v any) bool { _, bad := v.(invalidValue); return bad }) {
-		// The bytes are in a name, or in a value that a repeated name
-		// replaced: no field to blame.
-		return nil, Errorf(CodeBadRequest, "Request body is not valid UTF-8")
-	}
-	return rec, nil
-}
-
 // invalidValue stands, in a decoded record, for a value that could not be
 // decoded, with the reason; Validate reports it.
 type invalidValue struct{ why string }
+
+// InvalidValue returns what a transport puts in a record, in place of a
+// value it could not decode, so that Validate reports why (a field that is
+// unknown, or of the wrong JSON type) in the same error as every other
+// detail of the record.
+func InvalidValue(why string) any { return invalidValue{why} }
 
 // Validate checks and normalizes, in place, a record of res about to be
 // written in the given mode: required fields, nulls, and each field's
@@ -315,180 +272,11 @@ func checkType(f *Field, v any) string {
 	return ""
 }
 
-// decodeObject parses body as exactly one JSON object.
-func decodeObject(body []byte) (map[string]json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	var raw map[string]json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			return nil, Errorf(CodeBadRequest, "Request body must be a JSON object")
-		}
-		if errors.Is(err, io.EOF) {
-			return nil, Errorf(CodeBadRequest, "Request body is empty; a JSON object is required")
-		}
-		return nil, Errorf(CodeBadRequest, "Request body is not valid JSON")
-	}
-	if raw == nil {
-		return nil, Errorf(CodeBadRequest, "Request body must be a JSON object")
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, Errorf(CodeBadRequest, "Request body is not valid JSON: unexpected data after the object")
-	}
-	return raw, nil
-}
-
 func fieldDefault(f *Field) any {
 	if f.Default == nil {
 		return nil
 	}
 	return f.Default()
-}
-
-// decodeValue decodes one JSON value for f. It returns nil for JSON null and a
-// message when the value is not of f's type.
-func decodeValue(f *Field, msg json.RawMessage) (any, string) {
-	if string(msg) == "null" {
-		return nil, ""
-	}
-	want := "must be " + article(f.Type) + f.Type.String()
-	switch f.Type {
-	case TypeInt:
-		n, ok := decodeInt(msg)
-		if !ok {
-			return nil, want
-		}
-		return n, ""
-	case TypeString:
-		var s string
-		if json.Unmarshal(msg, &s) != nil {
-			return nil, want
-		}
-		if !validJSONText(msg) {
-			return nil, notUTF8
-		}
-		return s, ""
-	case TypeBool:
-		var b bool
-		if json.Unmarshal(msg, &b) != nil {
-			return nil, want
-		}
-		return b, ""
-	case TypeStrings:
-		var list []string
-		if json.Unmarshal(msg, &list) != nil || list == nil {
-			return nil, want
-		}
-		if !validJSONText(msg) {
-			return nil, notUTF8
-		}
-		return list, ""
-	case TypeTime:
-		// RFC 3339, with a zone (Z or an offset), stored and shown in UTC
-		// to the millisecond, as every timestamp of the API.
-		var str string
-		if json.Unmarshal(msg, &str) != nil {
-			return nil, "must be a timestamp in RFC 3339 form, such as 2026-11-21T05:07:37Z"
-		}
-		t, err := time.Parse(time.RFC3339Nano, str)
-		if err != nil || t.Year() < 1970 || t.Year() > 9999 {
-			return nil, "must be a timestamp in RFC 3339 form, such as 2026-11-21T05:07:37Z"
-		}
-		return Timestamp(t), ""
-	case TypeItems:
-		var raw []map[string]json.RawMessage
-		if json.Unmarshal(msg, &raw) != nil || raw == nil || slices.ContainsFunc(raw, func(m map[string]json.RawMessage) bool { return m == nil }) {
-			return nil, want
-		}
-		if len(raw) > f.Items.Max {
-			return nil, "must hold " + itoa(f.Items.Min) + " to " + itoa(f.Items.Max) + " items"
-		}
-		items := make([]Record, len(raw))
-		for i, obj := range raw {
-			item := make(Record, len(obj))
-			for name, m := range obj {
-				sub := f.Items.Field(name)
-				switch {
-				case sub == nil:
-					item[name] = invalidValue{"is not a field of an item"}
-				case sub.ReadOnly:
-					if !validJSONText(m) {
-						item[name] = invalidValue{notUTF8}
-					}
-				default:
-					v, why := decodeValue(sub, m)
-					if why != "" {
-						item[name] = invalidValue{why}
-						continue
-					}
-					item[name] = v
-				}
-			}
-			items[i] = item
-		}
-		return items, ""
-	}
-	return nil, "cannot be written"
-}
-
-// validJSONText reports whether the strings of a JSON value hold only valid
-// UTF-8: no invalid byte sequence and no \u escape of an unpaired surrogate
-// half. encoding/json silently replaces both with U+FFFD, so a client's
-// text would be stored other than it sent it; such a value is refused
-// instead. msg is a syntactically valid JSON value.
-func validJSONText(msg []byte) bool {
-	if !utf8.Valid(msg) {
-		return false
-	}
-	for i := 0; i < len(msg); i++ {
-		if msg[i] != '\\' {
-			continue
-		}
-		i++ // the escaped character
-		if i >= len(msg) || msg[i] != 'u' {
-			continue
-		}
-		r, ok := hex4(msg[i+1:])
-		if !ok {
-			return false
-		}
-		i += 4
-		switch {
-		case r >= 0xDC00 && r <= 0xDFFF: // a low half without a high one
-			return false
-		case r >= 0xD800 && r <= 0xDBFF: // a high half needs a low one next
-			if i+2 >= len(msg) || msg[i+1] != '\\' || msg[i+2] != 'u' {
-				return false
-			}
-			low, ok := hex4(msg[i+3:])
-			if !ok || low < 0xDC00 || low > 0xDFFF {
-				return false
-			}
-			i += 6
-		}
-	}
-	return true
-}
-
-// hex4 reads the four hex digits of a \u escape.
-func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
 }
 
 // decodeInt accepts a JSON number with an integral value that fits in int64,

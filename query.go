@@ -1,13 +1,9 @@
 package resourceapi
 
 import (
-	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"golang.org/x/text/unicode/norm"
 )
 
 // List paging limits.
@@ -25,9 +21,9 @@ const (
 
 // ListQuery is a request for one page of a collection. Every name in it
 // comes from the resource's declaration, never from the request as text.
-// Build one with ParseListQuery (query parameters) or NewListQuery (a
-// transport's own arguments); stores call Check and refuse an invalid query
-// with an error.
+// Build one with NewListQuery (each transport reads its own wire format
+// into one: REST's query parameters in package http, GraphQL's arguments);
+// stores call Check and refuse an invalid query with an error.
 type ListQuery struct {
 	// Offset is how many matching records come before the page.
 	Offset int
@@ -68,8 +64,8 @@ func (q ListQuery) Page() int {
 
 // NewListQuery completes q with the defaults (sort by id, DefaultLimit) and
 // checks it against res: the one constructor for transports that build
-// queries from their own arguments (GraphQL), as ParseListQuery is for query
-// parameters.
+// queries from their own arguments (GraphQL, the command line); REST's
+// ParseListQuery, in package http, reads query parameters by the same rules.
 func NewListQuery(res *Resource, q ListQuery) (ListQuery, error) {
 	if q.Sort == "" {
 		q.Sort = "id"
@@ -86,20 +82,20 @@ func NewListQuery(res *Resource, q ListQuery) (ListQuery, error) {
 func (q ListQuery) Check(res *Resource) error {
 	var details []FieldError
 	bad := func(field, msg string) { details = append(details, FieldError{Field: field, Message: msg}) }
-	if q.Limit < 1 || q.Limit > MaxLimit {
-		bad("limit", "must be between 1 and "+strconv.Itoa(MaxLimit))
+	if why := LimitRefused(q.Limit); why != "" {
+		bad("limit", why)
 	}
-	if q.Offset < 0 || q.Offset > MaxOffset {
-		bad("offset", "must be between 0 and "+strconv.Itoa(MaxOffset))
+	if why := OffsetRefused(q.Offset); why != "" {
+		bad("offset", why)
 	}
-	if f := res.Field(q.Sort); f == nil || !f.Sortable {
-		bad("sort", "must be one of "+quotedList(res.SortableFields()))
+	if why := SortRefused(res, q.Sort); why != "" {
+		bad("sort", why)
 	}
 	if len(q.Search) > MaxSearchLength || strings.ContainsRune(q.Search, 0) {
 		bad("q", "must be at most "+strconv.Itoa(MaxSearchLength)+" bytes, without NUL")
 	} else if !utf8.ValidString(q.Search) {
 		bad("q", notUTF8)
-	} else if why := searchRefused(res, q.Search); why != "" {
+	} else if why := SearchRefused(res, q.Search); why != "" {
 		bad("q", why)
 	}
 	for _, fv := range q.Filters {
@@ -148,9 +144,9 @@ func (fv FilterValue) check(res *Resource) string {
 	return ""
 }
 
-// searchRefused returns why res cannot be searched for s, or "": a search
+// SearchRefused returns why res cannot be searched for s, or "": a search
 // needs a searchable field to match.
-func searchRefused(res *Resource, s string) string {
+func SearchRefused(res *Resource, s string) string {
 	if s == "" || len(res.SearchableFields()) > 0 {
 		return ""
 	}
@@ -183,239 +179,45 @@ func (p Page) Pages(limit int) int {
 // notUTF8 is the detail of a parameter or string that is not valid UTF-8.
 const notUTF8 = "must be valid UTF-8"
 
-// checkUTF8 returns a detail for each query parameter whose name or a value
-// is not valid UTF-8, in the order of their names, and the set of their
-// names. Such text is refused before anything reads it: no database takes
-// it as a string (PostgreSQL fails the statement), and no response can
-// show it back. Every parameter is checked, even one the request's handler
-// ignores, so that the rule does not depend on which are read.
-func checkUTF8(params url.Values) ([]FieldError, map[string]bool) {
-	var details []FieldError
-	var names map[string]bool
-	for name, vs := range params {
-		if utf8.ValidString(name) && !slices.ContainsFunc(vs, func(v string) bool { return !utf8.ValidString(v) }) {
-			continue
-		}
-		if names == nil {
-			names = make(map[string]bool)
-		}
-		names[name] = true
-		details = append(details, FieldError{Field: strings.ToValidUTF8(truncateText(name, 64), "\uFFFD"), Message: notUTF8})
+// LimitRefused returns why n cannot be the size of a page (ListQuery.Limit,
+// the limit of every door), or "".
+func LimitRefused(n int) string {
+	if n < 1 || n > MaxLimit {
+		return "must be between 1 and " + strconv.Itoa(MaxLimit)
 	}
-	slices.SortFunc(details, func(a, b FieldError) int { return strings.Compare(a.Field, b.Field) })
-	return details, names
+	return ""
 }
 
-// ParseListQuery validates the query parameters of a list request against
-// res. Parameters that are not part of the list interface are ignored, but
-// any parameter that is not valid UTF-8 is refused. Every bad parameter
-// gives one detail of a CodeValidation error.
-func ParseListQuery(res *Resource, params url.Values) (ListQuery, error) {
-	q := ListQuery{Limit: DefaultLimit, Sort: "id"}
-	page := 1
-	details, notText := checkUTF8(params)
-	bad := func(param, msg string) { details = append(details, FieldError{Field: param, Message: msg}) }
-	// one returns the single value of param; a repeated parameter is an error.
-	one := func(param string) (string, bool) {
-		vs, ok := params[param]
-		if !ok || notText[param] {
-			return "", false
-		}
-		if len(vs) > 1 {
-			bad(param, "must be given once")
-			return "", false
-		}
-		return vs[0], true
+// OffsetRefused returns why n cannot be the offset of a page
+// (ListQuery.Offset), or "".
+func OffsetRefused(n int) string {
+	if n < 0 || n > MaxOffset {
+		return "must be between 0 and " + strconv.Itoa(MaxOffset)
 	}
-
-	if v, ok := one("page"); ok {
-		n, err := strconv.Atoi(v)
-		switch {
-		case err != nil:
-			bad("page", "must be an integer")
-		case n < 1:
-			bad("page", "must be at least 1")
-		case n > MaxOffset/MaxLimit:
-			bad("page", "is too large")
-		default:
-			page = n
-		}
-	}
-	if v, ok := one("limit"); ok {
-		n, err := strconv.Atoi(v)
-		switch {
-		case err != nil:
-			bad("limit", "must be an integer")
-		case n < 1 || n > MaxLimit:
-			bad("limit", "must be between 1 and "+strconv.Itoa(MaxLimit))
-		default:
-			q.Limit = n
-		}
-	}
-	if v, ok := one("sort"); ok {
-		if f := res.Field(v); f != nil && f.Sortable {
-			q.Sort = v
-		} else {
-			bad("sort", "must be one of "+quotedList(res.SortableFields()))
-		}
-	}
-	if v, ok := one("order"); ok {
-		switch v {
-		case "asc":
-		case "desc":
-			q.Desc = true
-		default:
-			bad("order", "must be 'asc' or 'desc'")
-		}
-	}
-	if v, ok := one("q"); ok {
-		switch {
-		case len(v) > MaxSearchLength:
-			bad("q", "must be at most "+strconv.Itoa(MaxSearchLength)+" bytes")
-		case strings.ContainsRune(v, 0):
-			bad("q", "must not contain NUL")
-		default:
-			q.Search = norm.NFC.String(strings.TrimSpace(v)) // as names and emails are stored
-			if why := searchRefused(res, q.Search); why != "" {
-				bad("q", why)
-			}
-		}
-	}
-	if v, ok := one("fields"); ok {
-		fields, msg := parseFields(res, v)
-		if msg != "" {
-			bad("fields", msg)
-		}
-		q.Fields = fields
-	}
-	for i := range res.Filters {
-		f := &res.Filters[i]
-		if f.Internal {
-			continue
-		}
-		v, ok := one(f.Param)
-		if notText[f.Param] {
-			continue
-		}
-		if !ok {
-			v = f.Default
-		}
-		if v == "" {
-			if ok {
-				bad(f.Param, "must not be empty")
-			}
-			continue
-		}
-		if len(f.Values) > 0 {
-			i := slices.Index(f.Values, v)
-			if i < 0 {
-				bad(f.Param, "must be one of "+quotedList(f.Values))
-				continue
-			}
-			v = f.Values[i] // the declaration's own string, not the request's
-		}
-		if f.Kind == FilterSoftDelete && v == StatusAll {
-			continue
-		}
-		var value any = v
-		if f.Kind == FilterEqual {
-			var why string
-			if value, why = parseParam(res.Field(f.Field), v); why != "" {
-				bad(f.Param, why)
-				continue
-			}
-		}
-		q.Filters = append(q.Filters, FilterValue{Filter: f, Value: value})
-	}
-	if len(details) > 0 {
-		return ListQuery{}, &Error{Code: CodeValidation, Message: "Query parameters are not valid", Details: details}
-	}
-	q.Offset = (page - 1) * q.Limit
-	return q, nil
+	return ""
 }
 
-// ParseFields validates a fields parameter for a single record: a
-// comma-separated list of visible fields. It returns nil for "all fields".
-func ParseFields(res *Resource, params url.Values) ([]string, error) {
-	if details, _ := checkUTF8(params); len(details) > 0 {
-		return nil, &Error{Code: CodeValidation, Message: "Query parameters are not valid", Details: details}
+// PageRefused returns why n cannot be the 1-based number of a page, or "":
+// page numbers stop where the offset of a page of MaxLimit records would
+// pass MaxOffset.
+func PageRefused(n int) string {
+	switch {
+	case n < 1:
+		return "must be at least 1"
+	case n > MaxOffset/MaxLimit:
+		return "is too large"
 	}
-	vs, ok := params["fields"]
-	if !ok {
-		return nil, nil
-	}
-	msg := "must be given once"
-	var fields []string
-	if len(vs) == 1 {
-		fields, msg = parseFields(res, vs[0])
-	}
-	if msg != "" {
-		return nil, &Error{Code: CodeValidation, Message: "Query parameters are not valid",
-			Details: []FieldError{{Field: "fields", Message: msg}}}
-	}
-	return fields, nil
+	return ""
 }
 
-// parseFields returns the named fields in declaration order, or why the list
-// is not acceptable.
-func parseFields(res *Resource, v string) ([]string, string) {
-	want := make(map[string]bool)
-	var unknown []string
-	for name := range strings.SplitSeq(v, ",") {
-		name = strings.TrimSpace(name)
-		if name == "" {
-			continue
-		}
-		if !res.Visible(name) {
-			if len(name) > 64 {
-				name = name[:64] + "..."
-			}
-			unknown = append(unknown, name)
-			continue
-		}
-		want[name] = true
+// SortRefused returns why name cannot sort the lists of res, or "".
+func SortRefused(res *Resource, name string) string {
+	if f := res.Field(name); f == nil || !f.Sortable {
+		return "must be one of " + quotedList(res.SortableFields())
 	}
-	if len(unknown) > 0 {
-		if len(unknown) > 5 {
-			unknown = append(unknown[:5], "...")
-		}
-		return nil, "unknown field(s) " + strings.Join(unknown, ", ") + "; fields are " + strings.Join(res.VisibleFields(), ", ")
-	}
-	if len(want) == 0 {
-		return nil, "must name at least one field"
-	}
-	fields := make([]string, 0, len(want))
-	for _, name := range res.VisibleFields() {
-		if want[name] {
-			fields = append(fields, name)
-		}
-	}
-	return fields, ""
+	return ""
 }
 
-// parseParam reads a query parameter as a value of field f's type: integers
-// in decimal, booleans as true or false, strings as they are.
-func parseParam(f *Field, v string) (any, string) {
-	switch f.Type {
-	case TypeInt:
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return nil, "must be an integer"
-		}
-		return n, ""
-	case TypeBool:
-		switch v {
-		case "true":
-			return true, ""
-		case "false":
-			return false, ""
-		}
-		return nil, "must be true or false"
-	case TypeString:
-		if strings.ContainsRune(v, 0) || len(v) > MaxSearchLength {
-			return nil, "must be at most " + strconv.Itoa(MaxSearchLength) + " bytes, without NUL"
-		}
-		return v, ""
-	}
-	return nil, "cannot be filtered on"
-}
+// SetPage sets the offset of q to that of the 1-based page of q.Limit
+// records. The page must be one PageRefused accepts.
+func (q *ListQuery) SetPage(page int) { q.Offset = (page - 1) * q.Limit }

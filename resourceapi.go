@@ -13,7 +13,7 @@ import (
 // Store is implemented by every storage engine (sqlite, postgres). Each method is
 // one transaction: it either commits all of its effects or none.
 //
-// Records passed in must already be decoded and validated (see DecodeRecord and
+// Records passed in must already be decoded and validated (see http.DecodeRecord and
 // Resource.Validate); the store enforces what only the database can: existence,
 // uniqueness and the invariants that need a consistent view (the last admin).
 // A store does not keep or change the records it is given. The records Get and

@@ -71,22 +71,35 @@ func parseID(arg, s string) (int64, error) {
 // first page of unpaged reading.
 func listQuery(res *resourceapi.Resource, limit, offset *int) (resourceapi.ListQuery, error) {
 	q := resourceapi.ListQuery{Limit: resourceapi.MaxLimit}
+	if err := checkPaging(limit, offset); err != nil {
+		return q, err
+	}
 	if limit != nil {
-		if *limit < 1 || *limit > resourceapi.MaxLimit {
-			return q, badInput("limit", "must be between 1 and "+strconv.Itoa(resourceapi.MaxLimit))
-		}
 		q.Limit = *limit
 	}
 	if offset != nil {
-		if *offset < 0 || *offset > resourceapi.MaxOffset {
-			return q, badInput("offset", "must be between 0 and "+strconv.Itoa(resourceapi.MaxOffset))
-		}
 		q.Offset = *offset
 	}
 	if f := res.Filter("status"); f != nil {
 		q.Filters = append(q.Filters, resourceapi.FilterValue{Filter: f, Value: resourceapi.StatusActive})
 	}
 	return resourceapi.NewListQuery(res, q)
+}
+
+// checkPaging refuses the limit and offset arguments of a list field by the
+// rule layer's ranges.
+func checkPaging(limit, offset *int) error {
+	if limit != nil {
+		if why := resourceapi.LimitRefused(*limit); why != "" {
+			return badInput("limit", why)
+		}
+	}
+	if offset != nil {
+		if why := resourceapi.OffsetRefused(*offset); why != "" {
+			return badInput("offset", why)
+		}
+	}
+	return nil
 }
 
 // list reads the records of a root list field: one page with a limit, else
@@ -255,11 +268,8 @@ func (r queryResolver) AdminData(ctx context.Context) (*AdminData, error) {
 // Posts reads the user's posts through the posts loader: with the other
 // users' of the response, in one batch.
 func (r userResolver) Posts(ctx context.Context, obj *User, limit, offset *int) ([]*Post, error) {
-	if limit != nil && (*limit < 1 || *limit > resourceapi.MaxLimit) {
-		return nil, badInput("limit", "must be between 1 and "+strconv.Itoa(resourceapi.MaxLimit))
-	}
-	if offset != nil && (*offset < 0 || *offset > resourceapi.MaxOffset) {
-		return nil, badInput("offset", "must be between 0 and "+strconv.Itoa(resourceapi.MaxOffset))
+	if err := checkPaging(limit, offset); err != nil {
+		return nil, err
 	}
 	l, o := postsArgs(limit, offset)
 	recs, err := loadersFrom(ctx).posts.Load(ctx, postsKey{obj.id, l, o})

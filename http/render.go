@@ -114,7 +114,7 @@ func (v *view) appendOnce(b []byte, rec resourceapi.Record) []byte {
 // appendRecord renders rec as a JSON object holding exactly the given fields
 // (every visible field when fields is nil), in declaration order. A field the
 // record lacks is null. Names in fields must be visible fields, as
-// resourceapi.ParseFields and ParseListQuery guarantee.
+// ParseFields and ParseListQuery guarantee.
 func (v *view) appendRecord(b []byte, rec resourceapi.Record, fields []string) ([]byte, error) {
 	var err error
 	b = append(b, '{')

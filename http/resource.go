@@ -103,7 +103,7 @@ func (h *resourceHandlers) list() http.Handler {
 		if err != nil {
 			return err
 		}
-		q, err := resourceapi.ParseListQuery(h.res, r.URL.Query())
+		q, err := ParseListQuery(h.res, r.URL.Query())
 		if err != nil {
 			return err
 		}
@@ -149,7 +149,7 @@ func (h *resourceHandlers) get() http.Handler {
 		}
 		var fields []string
 		if r.URL.RawQuery != "" {
-			if fields, err = resourceapi.ParseFields(h.res, r.URL.Query()); err != nil {
+			if fields, err = ParseFields(h.res, r.URL.Query()); err != nil {
 				return err
 			}
 		}
@@ -256,7 +256,7 @@ func (h *resourceHandlers) decode(w http.ResponseWriter, r *http.Request, pathID
 	if err != nil {
 		return nil, err
 	}
-	rec, err := resourceapi.DecodeRecord(h.res, *body, pathID)
+	rec, err := DecodeRecord(h.res, *body, pathID)
 	putBuffer(body) // DecodeRecord copies what it keeps
 	return rec, err
 }

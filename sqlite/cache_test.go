@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/resourceapi/resourceapi"
+	rhttp "github.com/resourceapi/resourceapi/http"
 	"github.com/resourceapi/resourceapi/sqlite"
 	"github.com/resourceapi/resourceapi/storetest"
 )
@@ -46,7 +47,7 @@ func TestCacheMonotonicReads(t *testing.T) {
 	for i := range seeded {
 		mustCreateUser(t, db, fmt.Sprintf("Seed %d", i), fmt.Sprintf("seed%d@example.com", i))
 	}
-	lq, err := resourceapi.ParseListQuery(users, url.Values{"limit": {"10"}, "status": {"all"}})
+	lq, err := rhttp.ParseListQuery(users, url.Values{"limit": {"10"}, "status": {"all"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +235,7 @@ func TestForeignWritesVisible(t *testing.T) {
 func mustName(t *testing.T, db *sqlite.DB, id int64, want string) {
 	t.Helper()
 	ctx := context.Background()
-	lq, err := resourceapi.ParseListQuery(resourceapi.Users, url.Values{"sort": {"id"}})
+	lq, err := rhttp.ParseListQuery(resourceapi.Users, url.Values{"sort": {"id"}})
 	if err != nil {
 		t.Fatal(err)
 	}

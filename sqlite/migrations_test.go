@@ -13,6 +13,7 @@ import (
 	"testing/fstest"
 
 	"github.com/resourceapi/resourceapi"
+	rhttp "github.com/resourceapi/resourceapi/http"
 	"github.com/resourceapi/resourceapi/sqlite"
 	"github.com/resourceapi/resourceapi/sqlstore"
 	"github.com/resourceapi/resourceapi/storetest"
@@ -164,7 +165,7 @@ func mustFindOne(t *testing.T, s resourceapi.Store, res *resourceapi.Resource, p
 	if err != nil {
 		t.Fatal(err)
 	}
-	lq, err := resourceapi.ParseListQuery(res, q)
+	lq, err := rhttp.ParseListQuery(res, q)
 	if err != nil {
 		t.Fatalf("ParseListQuery(%s) = %v", params, err)
 	}

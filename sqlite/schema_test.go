@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/resourceapi/resourceapi"
+	rhttp "github.com/resourceapi/resourceapi/http"
 	"github.com/resourceapi/resourceapi/sqlite"
 	"github.com/resourceapi/resourceapi/storetest"
 )
@@ -205,7 +206,7 @@ func TestNormalizeEmailsMigration(t *testing.T) {
 			t.Errorf("AccountByEmail(%q) = user %d, %v; want user %d", email, acct.Caller().UserID, err, want)
 		}
 	}
-	q, err := resourceapi.ParseListQuery(resourceapi.Users, url.Values{"q": {"ren\u00e9"}})
+	q, err := rhttp.ParseListQuery(resourceapi.Users, url.Values{"q": {"ren\u00e9"}})
 	if err != nil {
 		t.Fatal(err)
 	}

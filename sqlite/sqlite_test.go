@@ -13,6 +13,7 @@ import (
 	"github.com/pressly/goose/v3"
 
 	"github.com/resourceapi/resourceapi"
+	rhttp "github.com/resourceapi/resourceapi/http"
 	"github.com/resourceapi/resourceapi/sqlite"
 	"github.com/resourceapi/resourceapi/storetest"
 )
@@ -52,7 +53,7 @@ func TestSearchFollowsWrites(t *testing.T) {
 	users := resourceapi.Users
 	search := func(q string) int {
 		t.Helper()
-		lq, err := resourceapi.ParseListQuery(users, url.Values{"q": {q}, "status": {"all"}})
+		lq, err := rhttp.ParseListQuery(users, url.Values{"q": {q}, "status": {"all"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -280,7 +281,7 @@ func TestIDsRunOut(t *testing.T) {
 	if got := resourceapi.ErrorCode(err); got != resourceapi.CodeUnprocessable {
 		t.Fatalf("Create with no id left = %v (%s), want %s", err, got, resourceapi.CodeUnprocessable)
 	}
-	lq, err := resourceapi.ParseListQuery(users, url.Values{"status": {"all"}})
+	lq, err := rhttp.ParseListQuery(users, url.Values{"status": {"all"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/resourceapi/resourceapi"
+	rhttp "github.com/resourceapi/resourceapi/http"
 	"github.com/resourceapi/resourceapi/sqlite"
 )
 
@@ -60,7 +61,7 @@ func BenchmarkGetCached(b *testing.B) {
 func BenchmarkListCached(b *testing.B) {
 	db := benchStore(b, 100)
 	ctx := context.Background()
-	lq, err := resourceapi.ParseListQuery(resourceapi.Users, url.Values{})
+	lq, err := rhttp.ParseListQuery(resourceapi.Users, url.Values{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/resourceapi/resourceapi"
+	rhttp "github.com/resourceapi/resourceapi/http"
 	"github.com/resourceapi/resourceapi/sqlite"
 	"github.com/resourceapi/resourceapi/sqlstore"
 )
@@ -38,7 +39,7 @@ func mustCreate(t *testing.T, db *sqlite.DB, name, email string) resourceapi.Rec
 
 func mustList(t *testing.T, db *sqlite.DB, params url.Values) resourceapi.Page {
 	t.Helper()
-	lq, err := resourceapi.ParseListQuery(resourceapi.Users, params)
+	lq, err := rhttp.ParseListQuery(resourceapi.Users, params)
 	if err != nil {
 		t.Fatal(err)
 	}

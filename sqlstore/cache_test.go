@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/resourceapi/resourceapi"
+	rhttp "github.com/resourceapi/resourceapi/http"
 )
 
 var users = resourceapi.Users
 
 func mustListKey(t *testing.T, params url.Values) string {
 	t.Helper()
-	lq, err := resourceapi.ParseListQuery(users, params)
+	lq, err := rhttp.ParseListQuery(users, params)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/resourceapi/resourceapi"
+	rhttp "github.com/resourceapi/resourceapi/http"
 )
 
 // Generated migrations: a store's tests declare a resource that no release
@@ -193,7 +194,7 @@ func CheckGenerated(t *testing.T, db *sql.DB, in Introspection, store resourceap
 	total := func(params string) int {
 		t.Helper()
 		q, _ := url.ParseQuery(params)
-		lq, err := resourceapi.ParseListQuery(res, q)
+		lq, err := rhttp.ParseListQuery(res, q)
 		if err != nil {
 			t.Fatalf("ParseListQuery(%s) = %v", params, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/resourceapi/resourceapi"
+	rhttp "github.com/resourceapi/resourceapi/http"
 )
 
 // testOAuth checks resourceapi.OAuthStore and resourceapi.SettingStore, for
@@ -49,7 +50,7 @@ func testOAuth(t *testing.T, open opener) {
 		// The generic store reads the table from the declaration: search by
 		// name (a trigram index on both databases) and sort.
 		for _, q := range []url.Values{{"q": {"ublic cli"}}, {"q": {"PUBLIC"}, "sort": {"client_id"}, "order": {"desc"}}} {
-			lq, err := resourceapi.ParseListQuery(resourceapi.OAuthClients, q)
+			lq, err := rhttp.ParseListQuery(resourceapi.OAuthClients, q)
 			if err != nil {
 				t.Fatal(err)
 			}

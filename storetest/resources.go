@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/resourceapi/resourceapi"
+	rhttp "github.com/resourceapi/resourceapi/http"
 )
 
 // testResources checks the contract of resourceapi.Store on every declared
@@ -759,7 +760,7 @@ func mustQueryOf(tb testing.TB, res *resourceapi.Resource, params ...string) res
 	for i := 0; i+1 < len(params); i += 2 {
 		v.Add(params[i], params[i+1])
 	}
-	q, err := resourceapi.ParseListQuery(res, v)
+	q, err := rhttp.ParseListQuery(res, v)
 	if err != nil {
 		tb.Fatalf("ParseListQuery(%s, %v) = %v; the suite's own query is invalid", res.Name, v, err)
 	}

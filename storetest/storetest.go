@@ -6,7 +6,7 @@
 //
 // The suite feeds writes the way the transports do: records are built as Go
 // values, passed through resourceapi.Validate, and carry an already-hashed
-// password. List queries are built with resourceapi.ParseListQuery, so they are
+// password. List queries are built with http.ParseListQuery (package resourceapi/http), so they are
 // always valid.
 //
 // Beyond what the resourceapi package states, the suite pins these choices, so
@@ -73,6 +73,7 @@ import (
 	"time"
 
 	"github.com/resourceapi/resourceapi"
+	rhttp "github.com/resourceapi/resourceapi/http"
 )
 
 // TestStore runs the conformance suite against stores made by open. open
@@ -292,7 +293,7 @@ func mustQuery(tb testing.TB, params ...string) resourceapi.ListQuery {
 	for i := 0; i < len(params); i += 2 {
 		v.Add(params[i], params[i+1])
 	}
-	q, err := resourceapi.ParseListQuery(users, v)
+	q, err := rhttp.ParseListQuery(users, v)
 	if err != nil {
 		tb.Fatalf("ParseListQuery(%v) = %v; the suite's own query is invalid", v, err)
 	}

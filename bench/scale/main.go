@@ -27,6 +27,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/resourceapi/resourceapi"
+	rhttp "github.com/resourceapi/resourceapi/http"
 	"github.com/resourceapi/resourceapi/postgres"
 	"github.com/resourceapi/resourceapi/sqlite"
 )
@@ -81,7 +82,7 @@ func run(sizes, pgURL string, runs int) error {
 			{"role=admin", url.Values{"role": {"admin"}}},
 			{"sort=email page 1", url.Values{"sort": {"email"}}},
 		} {
-			lq, err := resourceapi.ParseListQuery(resourceapi.Users, c.q)
+			lq, err := rhttp.ParseListQuery(resourceapi.Users, c.q)
 			if err != nil {
 				return err
 			}

@@ -1,13 +1,14 @@
-package resourceapi_test
+package http_test
 
 import (
 	"errors"
-	"maps"
+	stdmaps "maps"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/resourceapi/resourceapi"
+	rhttp "github.com/resourceapi/resourceapi/http"
 )
 
 // FuzzDecodeRecord feeds arbitrary bodies to DecodeRecord and then Validate,
@@ -34,7 +35,7 @@ func FuzzDecodeRecord(f *testing.F) {
 		if mode != resourceapi.ModeReplace {
 			pathID = 0
 		}
-		rec, err := resourceapi.DecodeRecord(resourceapi.Users, body, pathID)
+		rec, err := rhttp.DecodeRecord(resourceapi.Users, body, pathID)
 		if err == nil {
 			err = resourceapi.Validate(resourceapi.Users, rec, mode)
 		}
@@ -100,7 +101,7 @@ func FuzzDecodeRecord(f *testing.F) {
 				t.Fatalf("%s = %#v, not a %s", name, v, f.Type)
 			}
 		}
-		again := maps.Clone(rec)
+		again := stdmaps.Clone(rec)
 		if err := resourceapi.Validate(resourceapi.Users, again, mode); err != nil {
 			t.Fatalf("decoded record %v does not validate again: %v", rec, err)
 		}

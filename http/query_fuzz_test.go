@@ -1,4 +1,4 @@
-package resourceapi_test
+package http_test
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/resourceapi/resourceapi"
+	rhttp "github.com/resourceapi/resourceapi/http"
 )
 
 // FuzzParseListQuery parses arbitrary query strings as the list handler
@@ -29,7 +30,7 @@ func FuzzParseListQuery(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
 		values, _ := url.ParseQuery(raw) // what it could parse, as net/http gives handlers
-		q, err := resourceapi.ParseListQuery(resourceapi.Users, values)
+		q, err := rhttp.ParseListQuery(resourceapi.Users, values)
 		if err != nil {
 			var e *resourceapi.Error
 			if !errors.As(err, &e) || e.Code != resourceapi.CodeValidation || len(e.Details) == 0 {

@@ -1,10 +1,11 @@
-package resourceapi_test
+package http_test
 
 import (
 	"net/url"
 	"testing"
 
 	"github.com/resourceapi/resourceapi"
+	rhttp "github.com/resourceapi/resourceapi/http"
 )
 
 // TestSearchNeedsSearchableFields checks q on resources that have no
@@ -15,7 +16,7 @@ import (
 func TestSearchNeedsSearchableFields(t *testing.T) {
 	checked := 0
 	for _, res := range resourceapi.Declared() {
-		q, err := resourceapi.ParseListQuery(res, url.Values{"q": {"abc"}})
+		q, err := rhttp.ParseListQuery(res, url.Values{"q": {"abc"}})
 		if len(res.SearchableFields()) > 0 {
 			if err != nil || q.Search != "abc" {
 				t.Errorf("%s: ParseListQuery(q=abc) = %+v, %v; want the search", res.Name, q, err)
@@ -27,7 +28,7 @@ func TestSearchNeedsSearchableFields(t *testing.T) {
 		_, err = resourceapi.NewListQuery(res, resourceapi.ListQuery{Search: "ab"})
 		mustOnlyQ(t, res.Name+": NewListQuery(Search: ab)", err)
 		// A blank q searches for nothing, so it is no search.
-		if _, err := resourceapi.ParseListQuery(res, url.Values{"q": {"  "}}); err != nil {
+		if _, err := rhttp.ParseListQuery(res, url.Values{"q": {"  "}}); err != nil {
 			t.Errorf("%s: ParseListQuery(q=blank) = %v, want nil", res.Name, err)
 		}
 	}
@@ -44,38 +45,38 @@ func mustOnlyQ(t *testing.T, what string, err error) {
 	}
 }
 
-// TestInvalidUTF8 checks that text that is not valid UTF-8 is refused
+// TestInvalidUTF8Parsed checks that text that is not valid UTF-8 is refused
 // wherever the rules meet it, naming the parameter or field: in query
 // parameters (every one, read or not), in a query a transport built itself
 // (Check, which stores call), and in a record built by hand (Validate).
-func TestInvalidUTF8(t *testing.T) {
+func TestInvalidUTF8Parsed(t *testing.T) {
 	for _, params := range []url.Values{
 		{"q": {"\xff"}}, {"page": {"1\xc3"}}, {"role": {"admin\xff"}}, {"fields": {"id,\xed\xa0\x80"}},
 		{"status": {"\xff"}}, {"sort": {"\xff"}}, {"nope": {"\xff"}}, {"q": {"ok", "\xff"}},
 	} {
-		_, err := resourceapi.ParseListQuery(resourceapi.Users, params)
+		_, err := rhttp.ParseListQuery(resourceapi.Users, params)
 		for name := range params {
-			mustDetail(t, "ParseListQuery("+params.Encode()+")", err, name, "must be valid UTF-8")
+			mustErrorDetail(t, "ParseListQuery("+params.Encode()+")", err, name, "must be valid UTF-8")
 		}
 	}
-	_, err := resourceapi.ParseListQuery(resourceapi.Users, url.Values{"\xff": {"1"}})
-	mustDetail(t, "ParseListQuery(\\xff=1)", err, "\uFFFD", "must be valid UTF-8")
-	_, err = resourceapi.ParseFields(resourceapi.Users, url.Values{"fields": {"id\xff"}})
-	mustDetail(t, "ParseFields(id\\xff)", err, "fields", "must be valid UTF-8")
+	_, err := rhttp.ParseListQuery(resourceapi.Users, url.Values{"\xff": {"1"}})
+	mustErrorDetail(t, "ParseListQuery(\\xff=1)", err, "\uFFFD", "must be valid UTF-8")
+	_, err = rhttp.ParseFields(resourceapi.Users, url.Values{"fields": {"id\xff"}})
+	mustErrorDetail(t, "ParseFields(id\\xff)", err, "fields", "must be valid UTF-8")
 
 	_, err = resourceapi.NewListQuery(resourceapi.Users, resourceapi.ListQuery{Search: "a\xffb"})
-	mustDetail(t, "NewListQuery(Search: a\\xffb)", err, "q", "must be valid UTF-8")
+	mustErrorDetail(t, "NewListQuery(Search: a\\xffb)", err, "q", "must be valid UTF-8")
 	role := resourceapi.Users.Filter("role")
 	_, err = resourceapi.NewListQuery(resourceapi.Users, resourceapi.ListQuery{Filters: []resourceapi.FilterValue{{Filter: role, Value: "\xff"}}})
-	mustDetail(t, "NewListQuery(role: \\xff)", err, "role", "must be valid UTF-8")
+	mustErrorDetail(t, "NewListQuery(role: \\xff)", err, "role", "must be valid UTF-8")
 
 	rec := resourceapi.Record{"name": "a\xffb", "email": "a@example.com", "roles": []string{"user\xff"}}
 	err = resourceapi.Validate(resourceapi.Users, rec, resourceapi.ModeCreate)
-	mustDetail(t, "Validate(name: a\\xffb)", err, "name", "must be valid UTF-8")
-	mustDetail(t, "Validate(roles: [user\\xff])", err, "roles", "must be valid UTF-8")
+	mustErrorDetail(t, "Validate(name: a\\xffb)", err, "name", "must be valid UTF-8")
+	mustErrorDetail(t, "Validate(roles: [user\\xff])", err, "roles", "must be valid UTF-8")
 }
 
-func mustDetail(t *testing.T, what string, err error, field, msg string) {
+func mustErrorDetail(t *testing.T, what string, err error, field, msg string) {
 	t.Helper()
 	e := resourceapi.ErrorOf(err)
 	if e.Code != resourceapi.CodeValidation {
