@@ -34,7 +34,21 @@ if ! new_db "$engine"; then
 	echo "usage: $0 [sqlite|postgres]" >&2
 	exit 2
 fi
+limit=${RESOURCEAPI_RATE_LIMIT:-0}
+paced=()
+if [ "$limit" != 0 ]; then
+	# Seed with rate limiting off (a thousand creates would wait out the
+	# budget), then measure on a server started again with the limit, the
+	# legitimate client pacing itself within its budget (RESOURCEAPI_RATE_WINDOW,
+	# a minute unless set) as a well-behaved client does.
+	RESOURCEAPI_RATE_LIMIT=0 start_server "$work/resourceapi"
+	key=$(RESOURCEAPI_DATABASE_URL=$dburl "$work/resourceapi" apikey create --user "$admin_email" 2>>"$work/server.log" | tail -n 1)
+	planter=$("$work/flood" -url "$base" -key "$key" -seed-only | tail -n 1)
+	stop "$server_pid"
+	paced=(-planter-key "$planter" -rate-limit "$limit" -rate-window "${RESOURCEAPI_RATE_WINDOW:-1m}" -baseline "${BENCH_BASELINE:-300}")
+	echo "== rate limit $limit per ${RESOURCEAPI_RATE_WINDOW:-1m}: the legitimate client paces itself within its budget"
+fi
 start_server "$work/resourceapi"
 key=$(RESOURCEAPI_DATABASE_URL=$dburl "$work/resourceapi" apikey create --user "$admin_email" 2>>"$work/server.log" | tail -n 1)
-"$work/flood" -url "$base" -key "$key" -pid "$server_pid" \
+"$work/flood" -url "$base" -key "$key" -pid "$server_pid" "${paced[@]}" \
 	-requests "${BENCH_REQUESTS:-10000}" -c "${BENCH_CONNS:-4}" -shapes "${BENCH_SHAPES:-control,introspection,lists,basic}"

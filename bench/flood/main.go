@@ -69,6 +69,11 @@ type config struct {
 	baseline  int
 	maxPhase  time.Duration
 	shapes    []string
+	seedOnly  bool          // seed, print the planter's key, and stop
+	planter   string        // the planter's key from an earlier -seed-only run: no seeding
+	interval  time.Duration // the legitimate client's pause between requests (to stay in its rate budget)
+	limit     int           // the server's rate limit per window per caller (0: off)
+	window    time.Duration
 }
 
 func run() error {
@@ -85,11 +90,19 @@ func run() error {
 	flag.IntVar(&c.baseline, "baseline", 3000, "requests of the legitimate client alone")
 	flag.DurationVar(&c.maxPhase, "max-phase", 10*time.Minute, "the longest a flood phase may run; the rest of its requests are not sent")
 	flag.StringVar(&shapes, "shapes", "control,introspection,lists,basic", "the shapes, comma-separated, in order")
+	flag.BoolVar(&c.seedOnly, "seed-only", false, "seed, print the planter's API key on the last line, and stop (seed with rate limiting off, then measure with it on)")
+	flag.StringVar(&c.planter, "planter-key", "", "the planter's API key printed by an earlier -seed-only run; nothing is seeded")
+	flag.DurationVar(&c.interval, "legit-interval", 0, "the legitimate client's pause between its requests (default: 1.2 x window / rate-limit when -rate-limit is set)")
+	flag.IntVar(&c.limit, "rate-limit", 0, "the server's RESOURCEAPI_RATE_LIMIT, so that the legitimate client stays within its budget (0: off)")
+	flag.DurationVar(&c.window, "rate-window", time.Minute, "the server's RESOURCEAPI_RATE_WINDOW")
 	flag.Parse()
 	if c.key == "" {
 		return errors.New("-key is required")
 	}
 	c.url = strings.TrimRight(c.url, "/")
+	if c.limit > 0 && c.interval == 0 {
+		c.interval = c.window * 12 / 10 / time.Duration(c.limit)
+	}
 	c.shapes = strings.Split(shapes, ",")
 	for _, s := range c.shapes {
 		if _, ok := shapeRequests[s]; !ok {
@@ -98,9 +111,16 @@ func run() error {
 	}
 
 	client := &http.Client{Timeout: 60 * time.Second}
-	planterKey, err := seed(client, c)
-	if err != nil {
-		return fmt.Errorf("seed: %w", err)
+	planterKey := c.planter
+	if planterKey == "" {
+		var err error
+		if planterKey, err = seed(client, c); err != nil {
+			return fmt.Errorf("seed: %w", err)
+		}
+	}
+	if c.seedOnly {
+		fmt.Println(planterKey)
+		return nil
 	}
 	fmt.Printf("seeded: users 1..%d, a planter with %d posts of %d bytes; %d cores load %s\n",
 		c.users, c.planted, c.postBytes, runtime.NumCPU(), loadavg())
@@ -194,6 +214,9 @@ func flood(client *http.Client, c config, shape, planterKey string, n int) phase
 		p.legit = append(p.legit, time.Since(t))
 		if code != "200" {
 			p.legitErrors++
+		}
+		if c.interval > 0 {
+			time.Sleep(c.interval)
 		}
 	}
 	wg.Wait()
