@@ -150,6 +150,8 @@ peer_workloads() {
 		"sqlite-get|sqlite|GET|/api/users/\${id}|"
 		"pb-get|pb|GET|/api/collections/people/records/\${pbid}|"
 		"sqlite-gql-get|sqlite|POST|/graphql|$gql_get"
+		'sqlite-gql-list|sqlite|POST|/graphql|{"query":"{ users(limit: 20) { id name posts { title } } }"}'
+		"sqlite-page3|sqlite|GET|/api/users?page=3&limit=20|"
 		"pg-post|pg|POST|/api/users|$user_post"
 		"pg-patch|pg|PATCH|/api/users/\${id}|"'{"age":${age}}'
 		"sqlite-post|sqlite|POST|/api/users|$user_post"

@@ -21,7 +21,12 @@
 # round 1 and allocations per request), BENCH_OUT (a directory that keeps the
 # results, logs and profiles), BENCH_PEERS_CACHE (where PocketBase and
 # PostGraphile are installed, /tmp/resourceapi-bench-peers), BENCH_KEEP=1
-# (keep the databases). RESOURCEAPI_* variables pass through to both servers.
+# (keep the databases), BENCH_BASELINE (a commit, e.g. a tag or abff140: that
+# revision is built too and measured on its own SQLite and PostgreSQL, seeded
+# alike, each of its workloads, named base-..., run right after the same
+# workload of the build measured, so that before and after share every round
+# of the same run), BENCH_NO_PEERS=1 (neither PocketBase nor PostGraphile:
+# resourceapi, its baseline and the bare handler only). RESOURCEAPI_* variables pass through to the servers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -89,24 +94,32 @@ else
 	timeout 600 go build -o "$bin" ./cmd/resourceapi
 fi
 timeout 300 go build -o "$work/bare" ./bench/bare
+baseline=${BENCH_BASELINE:-}
+if [ -n "$baseline" ]; then
+	say "build the baseline $baseline ($(git rev-parse --short "$baseline^{commit}"))"
+	mkdir -p "$work/base-src"
+	git archive "$baseline" | tar -x -C "$work/base-src"
+	(cd "$work/base-src" && timeout 600 go build -o "$work/resourceapi-base" ./cmd/resourceapi)
+fi
 timeout 300 go build -o "$work/peers" ./bench/peers
 
+no_peers=${BENCH_NO_PEERS:-}
 pocketbase=$cache/pocketbase-$pocketbase_version/base
-if [ ! -x "$pocketbase" ]; then
+if [ -z "$no_peers" ] && [ ! -x "$pocketbase" ]; then
 	say "installing PocketBase $pocketbase_version into $cache"
 	mkdir -p "$(dirname "$pocketbase")"
 	GOBIN=$(dirname "$pocketbase") timeout 900 go install "github.com/pocketbase/pocketbase/examples/base@$pocketbase_version"
 fi
 lock_sum=$(cat bench/peers/package.json bench/peers/package-lock.json | sha256sum | cut -c1-16)
 postgraphile_dir=$cache/postgraphile-$lock_sum
-if [ ! -x "$postgraphile_dir/node_modules/.bin/postgraphile" ]; then
+if [ -z "$no_peers" ] && [ ! -x "$postgraphile_dir/node_modules/.bin/postgraphile" ]; then
 	say "installing PostGraphile (npm ci) into $postgraphile_dir"
 	rm -rf "$postgraphile_dir"
 	mkdir -p "$postgraphile_dir"
 	cp bench/peers/package.json bench/peers/package-lock.json "$postgraphile_dir/"
 	(cd "$postgraphile_dir" && timeout 600 npm ci --no-audit --no-fund --loglevel=error)
 fi
-say "PocketBase $pocketbase_version, PostGraphile $("$postgraphile_dir/node_modules/.bin/postgraphile" --version 2>/dev/null), $(wrk --version 2>&1 | head -n 1 | cut -d' ' -f1-2)"
+[ -n "$no_peers" ] || say "PocketBase $pocketbase_version, PostGraphile $("$postgraphile_dir/node_modules/.bin/postgraphile" --version 2>/dev/null), $(wrk --version 2>&1 | head -n 1 | cut -d' ' -f1-2)"
 
 # CPU accounting. ticks PID: the process's user and system time, all its
 # threads. pg_ticks: every PostgreSQL process's, including the backends that
@@ -148,10 +161,11 @@ new_pg_db() {
 admin_email=admin@bench.example
 admin_password=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
 
-# start_resourceapi NAME DBURL: starts the server on a free port and sets
-# NAME_url, NAME_pid, NAME_pprof and NAME_key (an API key of the admin).
+# start_resourceapi NAME DBURL [BINARY]: starts the server ($bin unless
+# BINARY) on a free port and sets NAME_url, NAME_pid, NAME_pprof and NAME_key
+# (an API key of the admin).
 start_resourceapi() {
-	local name=$1 dburl=$2 port pprof_port key pid
+	local name=$1 dburl=$2 bin=${3:-$bin} port pprof_port key pid
 	port=$(free_port)
 	pprof_port=$(free_port)
 	BENCH_PPROF_ADDR=$([ -n "$profile" ] && echo "127.0.0.1:$pprof_port" || true) \
@@ -187,10 +201,21 @@ say "seed: $users users with $posts posts each, on SQLite and PostgreSQL"
 timeout 600 "$work/peers" seed -url "$sqlite_url" -header "X-API-Key:$sqlite_key" -users "$users" -posts "$posts"
 timeout 600 "$work/peers" seed -url "$pg_url" -header "X-API-Key:$pg_key" -users "$users" -posts "$posts"
 timeout 300 psql -h 127.0.0.1 -U root -d "$pg_db" -q -c "VACUUM ANALYZE"
+if [ -n "$baseline" ]; then
+	bpg_db=${pg_db}_baseline
+	new_pg_db "$bpg_db"
+	start_resourceapi bsqlite "$work/resourceapi-base.db" "$work/resourceapi-base"
+	start_resourceapi bpg "$pg/$bpg_db?sslmode=disable" "$work/resourceapi-base"
+	say "seed the baseline $baseline alike"
+	timeout 600 "$work/peers" seed -url "$bsqlite_url" -header "X-API-Key:$bsqlite_key" -users "$users" -posts "$posts"
+	timeout 600 "$work/peers" seed -url "$bpg_url" -header "X-API-Key:$bpg_key" -users "$users" -posts "$posts"
+	timeout 300 psql -h 127.0.0.1 -U root -d "$bpg_db" -q -c "VACUUM ANALYZE"
+fi
 
-say "PostGraphile's database: the same users and posts"
-new_pg_db "$pgl_db"
-timeout 60 psql -h 127.0.0.1 -U root -d "$pgl_db" -q <<'SQL'
+if [ -z "$no_peers" ]; then
+	say "PostGraphile's database: the same users and posts"
+	new_pg_db "$pgl_db"
+	timeout 60 psql -h 127.0.0.1 -U root -d "$pgl_db" -q <<'SQL'
 CREATE TABLE users (
     id    integer PRIMARY KEY,
     name  text    NOT NULL,
@@ -205,36 +230,37 @@ CREATE TABLE posts (
 );
 CREATE INDEX posts_author_id ON posts (author_id);
 SQL
-for copy in "users:id, name, email, age" "posts:id, author_id, title, content"; do
-	table=${copy%%:*}
-	timeout 120 psql -h 127.0.0.1 -U root -d "$pg_db" -q -c "\\copy (SELECT ${copy#*:} FROM $table ORDER BY id) TO STDOUT" |
-		timeout 120 psql -h 127.0.0.1 -U root -d "$pgl_db" -q -c "\\copy $table FROM STDIN"
-done
-timeout 300 psql -h 127.0.0.1 -U root -d "$pgl_db" -q -c "VACUUM ANALYZE"
+	for copy in "users:id, name, email, age" "posts:id, author_id, title, content"; do
+		table=${copy%%:*}
+		timeout 120 psql -h 127.0.0.1 -U root -d "$pg_db" -q -c "\\copy (SELECT ${copy#*:} FROM $table ORDER BY id) TO STDOUT" |
+			timeout 120 psql -h 127.0.0.1 -U root -d "$pgl_db" -q -c "\\copy $table FROM STDIN"
+	done
+	timeout 300 psql -h 127.0.0.1 -U root -d "$pgl_db" -q -c "VACUUM ANALYZE"
 
-port=$(free_port)
-jwt_secret=$(head -c 32 /dev/urandom | base64 | tr -d '/+=')
-NODE_ENV=production "$postgraphile_dir/node_modules/.bin/postgraphile" \
-	-c "$pg/$pgl_db?sslmode=disable" --host 127.0.0.1 --port "$port" \
-	--disable-query-log --jwt-secret "$jwt_secret" >"$work/postgraphile.log" 2>&1 &
-pgl_pid=$!
-pids+=("$pgl_pid")
-wait_listening "$pgl_pid" "$port" || { tail -n 20 "$work/postgraphile.log" >&2; exit 1; }
-pgl_url=http://127.0.0.1:$port
-pgl_token=$("$work/peers" jwt -secret "$jwt_secret")
-say "PostGraphile: 127.0.0.1:$port (pid $pgl_pid)"
+	port=$(free_port)
+	jwt_secret=$(head -c 32 /dev/urandom | base64 | tr -d '/+=')
+	NODE_ENV=production "$postgraphile_dir/node_modules/.bin/postgraphile" \
+		-c "$pg/$pgl_db?sslmode=disable" --host 127.0.0.1 --port "$port" \
+		--disable-query-log --jwt-secret "$jwt_secret" >"$work/postgraphile.log" 2>&1 &
+	pgl_pid=$!
+	pids+=("$pgl_pid")
+	wait_listening "$pgl_pid" "$port" || { tail -n 20 "$work/postgraphile.log" >&2; exit 1; }
+	pgl_url=http://127.0.0.1:$port
+	pgl_token=$("$work/peers" jwt -secret "$jwt_secret")
+	say "PostGraphile: 127.0.0.1:$port (pid $pgl_pid)"
 
-say "PocketBase: $users records"
-port=$(free_port)
-pb_dir=$work/pocketbase
-timeout 60 "$pocketbase" superuser upsert "$admin_email" "$admin_password" --dir "$pb_dir/data" >>"$work/pocketbase.log" 2>&1
-"$pocketbase" serve --http "127.0.0.1:$port" --dir "$pb_dir/data" --hooksDir "$pb_dir/hooks" \
-	--migrationsDir "$pb_dir/migrations" --publicDir "$pb_dir/public" --automigrate=false >>"$work/pocketbase.log" 2>&1 &
-pb_pid=$!
-pids+=("$pb_pid")
-wait_listening "$pb_pid" "$port" || { tail -n 20 "$work/pocketbase.log" >&2; exit 1; }
-pb_url=http://127.0.0.1:$port
-pb_token=$(timeout 600 "$work/peers" pocketbase -url "$pb_url" -email "$admin_email" -password "$admin_password" -users "$users")
+	say "PocketBase: $users records"
+	port=$(free_port)
+	pb_dir=$work/pocketbase
+	timeout 60 "$pocketbase" superuser upsert "$admin_email" "$admin_password" --dir "$pb_dir/data" >>"$work/pocketbase.log" 2>&1
+	"$pocketbase" serve --http "127.0.0.1:$port" --dir "$pb_dir/data" --hooksDir "$pb_dir/hooks" \
+		--migrationsDir "$pb_dir/migrations" --publicDir "$pb_dir/public" --automigrate=false >>"$work/pocketbase.log" 2>&1 &
+	pb_pid=$!
+	pids+=("$pb_pid")
+	wait_listening "$pb_pid" "$port" || { tail -n 20 "$work/pocketbase.log" >&2; exit 1; }
+	pb_url=http://127.0.0.1:$port
+	pb_token=$(timeout 600 "$work/peers" pocketbase -url "$pb_url" -email "$admin_email" -password "$admin_password" -users "$users")
+fi
 
 port=$(free_port)
 "$work/bare" -addr "127.0.0.1:$port" 2>>"$work/bare.log" &
@@ -244,8 +270,26 @@ wait_listening "$bare_pid" "$port"
 bare_url=http://127.0.0.1:$port
 
 peer_workloads
+if [ -n "$no_peers" ]; then
+	mine=()
+	for w in "${workloads[@]}"; do
+		IFS='|' read -r name server rest <<<"$w"
+		case $server in pb | pgl) ;; *) mine+=("$w") ;; esac
+	done
+	workloads=("${mine[@]}")
+fi
+if [ -n "$baseline" ]; then
+	# Each workload of resourceapi, then the same on the baseline.
+	all=()
+	for w in "${workloads[@]}"; do
+		all+=("$w")
+		IFS='|' read -r name server rest <<<"$w"
+		case $server in sqlite | pg) all+=("base-$name|b$server|$rest") ;; esac
+	done
+	workloads=("${all[@]}")
+fi
 
-selected() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
+selected() { [ -z "$only" ] || [[ ",$only," == *",${1#base-},"* ]]; }
 
 # server_of SERVER sets url, pid, auth (a header), db (PostgreSQL database
 # whose statistics the run reads, or empty) and pprof.
@@ -256,6 +300,8 @@ server_of() {
 	bare) url=$bare_url pid=$bare_pid auth= ;;
 	sqlite) url=$sqlite_url pid=$sqlite_pid auth="X-API-Key: $sqlite_key" pprof=$sqlite_pprof ;;
 	pg) url=$pg_url pid=$pg_pid auth="X-API-Key: $pg_key" pprof=$pg_pprof db=$pg_db ;;
+	bsqlite) url=$bsqlite_url pid=$bsqlite_pid auth="X-API-Key: $bsqlite_key" ;;
+	bpg) url=$bpg_url pid=$bpg_pid auth="X-API-Key: $bpg_key" db=$bpg_db ;;
 	pb) url=$pb_url pid=$pb_pid auth="Authorization: $pb_token" ;;
 	pgl) url=$pgl_url pid=$pgl_pid auth="Authorization: Bearer $pgl_token" db=$pgl_db ;;
 	esac
