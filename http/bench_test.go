@@ -29,6 +29,7 @@ var bench struct {
 	db     *sqlite.DB
 	err    error
 	emails atomic.Int64
+	key    string // an admin's API key, which every request sends
 }
 
 // benchHandler returns the API over the seeded SQLite database.
@@ -38,7 +39,16 @@ func benchHandler(b *testing.B) http.Handler {
 	if bench.err != nil {
 		b.Fatalf("seed benchmark database: %v", bench.err)
 	}
-	return rhttp.NewServer(rhttp.Config{Service: resourceapi.NewService(bench.db, testHasher())}).Handler()
+	return withKey(rhttp.NewServer(testConfig(b, bench.db)).Handler(), bench.key)
+}
+
+// withKey sends key as X-API-Key with every request to h: the API serves
+// no record to a caller without a credential.
+func withKey(h http.Handler, key string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Set("X-API-Key", key)
+		h.ServeHTTP(w, r)
+	})
 }
 
 func seedBench() error {
@@ -89,6 +99,17 @@ func seedBench() error {
 		}
 	}
 	bench.emails.Store(benchUsers)
+	svc := resourceapi.NewService(bench.db, testHasher())
+	admin, err := svc.Create(ctx, resourceapi.SystemCaller(), resourceapi.Users, 0, resourceapi.Record{
+		"name": "Bench Admin", "email": "admin@bench.example", "roles": []string{resourceapi.RoleAdmin}})
+	if err != nil {
+		return fmt.Errorf("the admin: %w", err)
+	}
+	k, err := svc.Create(ctx, resourceapi.SystemCaller(), resourceapi.APIKeys, 0, resourceapi.Record{"user_id": admin.ID()})
+	if err != nil {
+		return fmt.Errorf("the admin's API key: %w", err)
+	}
+	bench.key = k["key"].(string)
 	return nil
 }
 
