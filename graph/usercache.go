@@ -27,6 +27,14 @@ import (
 // no cache: reads there always ask the database, so a client never reads
 // its own write stale, whichever instance serves it.
 //
+// A hit answers without a resolver, so without the confirmation of a
+// provisional caller (Service.Authenticate): that is sound because an
+// account is provisional only when it comes from a cache that another
+// process's commit may have made stale, and such a commit (SQLite's
+// data_version) moves the version every entry is kept under, so no entry
+// computed before it is served after it; a change made in this process
+// drops the cached account itself.
+//
 // An entry is the whole response, keyed by the document, the operation, the
 // variables and who asks (their user id and effective permissions, which
 // decide what the rule layer lets them see): a hit costs no resolver, no
