@@ -13,8 +13,12 @@ import (
 	"io/fs"
 	"log/slog"
 	"runtime"
+	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
@@ -44,6 +48,10 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// cancelGrace is how long a statement whose context ended may take to
+// answer the cancel request before its connection is abandoned.
+const cancelGrace = 5 * time.Second
+
 // DB is a PostgreSQL database. It implements resourceapi.Store.
 type DB struct {
 	*sqlstore.Store
@@ -53,10 +61,17 @@ type DB struct {
 // Open connects to the database at url (postgres://...), brings its schema up
 // to date and returns the store. Close releases it.
 func Open(ctx context.Context, url string, opts Options) (*DB, error) {
-	db, err := sql.Open("pgx", url)
+	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
+	// A statement whose context ends (a deadline: callers hanging up do not
+	// reach the driver, see sqlstore.Detach) is cancelled by a cancel request
+	// and its connection kept, where pgx's default abandons the connection.
+	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelGrace}
+	}
+	db := stdlib.OpenDB(*cfg)
 	conns := opts.MaxConns
 	if conns <= 0 {
 		conns = 4 * runtime.GOMAXPROCS(0)

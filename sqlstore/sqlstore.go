@@ -155,14 +155,37 @@ type DB struct {
 }
 
 // Read implements Reader. fn may run twice (see Lost), and must leave the
-// same result whether it ran once or twice.
+// same result whether it ran once or twice. A caller that is gone before the
+// read starts gets its context's error; once started, the read's statements
+// run under Detach(ctx), so that a caller hanging up does not interrupt them.
 func (db DB) Read(ctx context.Context, fn func(ctx context.Context, q Querier) error) error {
-	err := fn(ctx, db.DB)
-	if !db.lost(ctx, err) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	sctx, cancel := Detach(ctx)
+	defer cancel()
+	err := fn(sctx, db.DB)
+	if !db.lost(sctx, err) {
 		return err
 	}
 	db.dropIdle()
-	return fn(ctx, db.DB)
+	return fn(sctx, db.DB)
+}
+
+// Detach returns the context a server database's statements run under: ctx's
+// values and deadline, without its cancellation. net/http cancels a request's
+// context when its client hangs up, and a driver can only interrupt a
+// statement in flight by abandoning its connection (pgx closes it: the pool
+// then pays a new session, its start-up and cold caches, for the next
+// request) or by a cancel request (a connection of its own to the server).
+// The store's statements are short and bounded, so finishing one costs less
+// than either; a deadline still ends them.
+func Detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := context.WithoutCancel(ctx)
+	if deadline, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(d, deadline)
+	}
+	return d, func() {}
 }
 
 func (db DB) lost(ctx context.Context, err error) bool {
@@ -179,12 +202,19 @@ func (db DB) dropIdle() {
 
 // Write implements Writer. The caller's context can end the write up to the
 // commit, but not the commit itself: a commit cancelled in flight may or may
-// not have happened, and the caller must always know which.
+// not have happened, and the caller must always know which. A statement of
+// the write is never interrupted by the caller's cancellation (it runs under
+// Detach(ctx), see Read); the write is rolled back at the next check instead.
 func (db DB) Write(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
-	sqlTx, err := db.BeginTx(context.WithoutCancel(ctx), nil)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	sctx, cancel := Detach(ctx)
+	defer cancel()
+	sqlTx, err := db.BeginTx(sctx, nil)
 	if db.lost(ctx, err) {
 		db.dropIdle()
-		sqlTx, err = db.BeginTx(context.WithoutCancel(ctx), nil)
+		sqlTx, err = db.BeginTx(sctx, nil)
 	}
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -196,7 +226,7 @@ func (db DB) Write(ctx context.Context, fn func(ctx context.Context, tx Tx) erro
 			f()
 		}
 	}()
-	if err := fn(ctx, tx); err != nil {
+	if err := fn(sctx, tx); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {

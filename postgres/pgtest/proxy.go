@@ -24,6 +24,7 @@ type Proxy struct {
 	ln       net.Listener
 	starting bool
 	conns    map[net.Conn]struct{}
+	accepted int
 	wg       sync.WaitGroup
 	closed   bool
 }
@@ -83,6 +84,7 @@ func (p *Proxy) serve(c net.Conn) {
 		return
 	}
 	p.conns[c] = struct{}{}
+	p.accepted++
 	p.wg.Add(1)
 	if p.starting {
 		go func() {
@@ -169,6 +171,14 @@ func startingUp(c net.Conn) {
 	msg := []byte{'E', 0, 0, 0, 0}
 	binary.BigEndian.PutUint32(msg[1:], uint32(4+len(fields)))
 	c.Write(append(msg, fields...))
+}
+
+// Accepted returns how many connections the proxy has accepted since it
+// started: the sessions its clients opened, or tried to.
+func (p *Proxy) Accepted() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.accepted
 }
 
 // Cut closes every connection through the proxy, as a server that went
