@@ -14,8 +14,17 @@ type Event struct {
 	// ID identifies the event across instances and restarts (the store's
 	// outbox id): each subscriber receives an ID at most once.
 	ID int64
-	// Name is the event's name, as subscriptions name it: "userCreated".
+	// Name is the event's type: "<resource>.created", ".updated" or
+	// ".deleted" (EventType), the name listeners listen to.
 	Name string
+	// Alias is the name the resource declares for the event in
+	// Resource.Events ("userCreated"), which GraphQL's first subscriptions
+	// listen to; "" when it declares none. Listeners of the alias receive
+	// the event too.
+	Alias string
+	// Actor is the id of the user whose write made the event (the caller's
+	// UserID); 0 for the service itself (the command line, start-up work).
+	Actor int64
 	// Resource is the name of the resource the record belongs to.
 	Resource string
 	// Record is the record as the write committed it (its visible fields;
@@ -27,10 +36,92 @@ type Event struct {
 	At time.Time
 }
 
+// Event kinds: the suffix of an event type.
+const (
+	// EventCreated: a record was created (POST, a PUT that creates it), or a
+	// soft-deleted record was restored (it is there again).
+	EventCreated = "created"
+	// EventUpdated: a record was changed (PUT, PATCH).
+	EventUpdated = "updated"
+	// EventDeleted: a record was deleted, or soft-deleted (its record says
+	// which: the soft-delete field is then true).
+	EventDeleted = "deleted"
+)
+
+// EventKinds lists the kinds of events every resource publishes.
+var EventKinds = []string{EventCreated, EventUpdated, EventDeleted}
+
+// AllEvents is the name under which a listener receives every event
+// (Events.Listen): the streams and deliveries that filter by type
+// themselves.
+const AllEvents = "*"
+
+// EventType returns the type of the events of kind on res's records:
+// "orders.created".
+func EventType(res *Resource, kind string) string { return res.Name + "." + kind }
+
+// EventTypes returns the type of every event the declared resources
+// publish, in declaration order.
+func EventTypes() []string {
+	out := make([]string, 0, 3*len(declared))
+	for _, r := range declared {
+		for _, k := range EventKinds {
+			out = append(out, EventType(r, k))
+		}
+	}
+	return out
+}
+
+// EventOf returns the event that a write of op publishes about a record of
+// r, from the record as it was (before, nil for a create) to the record as
+// the write committed it (after; for a delete, nil): its type and its alias
+// (Resource.Events). Every write of every resource publishes one: a change
+// of the soft-delete field from false to true is a delete, and back a
+// create (the record is there again).
+func (r *Resource) EventOf(op Op, before, after Record) (name, alias string) {
+	kind := EventUpdated
+	switch op {
+	case OpCreate:
+		kind = EventCreated
+	case OpDelete:
+		kind = EventDeleted
+	case OpUpdate, OpReplace:
+		if r.SoftDelete != "" && before != nil && after != nil {
+			was, is := before.Bool(r.SoftDelete), after.Bool(r.SoftDelete)
+			switch {
+			case !was && is:
+				kind = EventDeleted
+			case was && !is:
+				kind = EventCreated
+			}
+		}
+	}
+	return EventType(r, kind), r.Events[op]
+}
+
+type actorKey struct{}
+
+// WithActor returns ctx carrying the user whose write it is, for the event
+// the write records (Event.Actor). The Service sets it on every write.
+func WithActor(ctx context.Context, c *Caller) context.Context {
+	var id int64
+	if c != nil {
+		id = c.UserID
+	}
+	return context.WithValue(ctx, actorKey{}, id)
+}
+
+// ActorFrom returns the actor WithActor put in ctx, or 0.
+func ActorFrom(ctx context.Context) int64 {
+	id, _ := ctx.Value(actorKey{}).(int64)
+	return id
+}
+
 // Events is how front doors (GraphQL subscriptions) hear about committed
 // writes, from whichever instance made them.
 type Events interface {
-	// Listen calls deliver with each event named name that is delivered
+	// Listen calls deliver with each event named name (its type, its
+	// alias, or AllEvents for every event) that is delivered
 	// after the call, each once, in the order this instance receives them,
 	// until ctx ends, the service shuts down, or deliver returns false.
 	// deliver runs on the engine's goroutine and must not block: it hands

@@ -265,7 +265,7 @@ func (s *Service) Create(ctx context.Context, c *Caller, res *Resource, parent i
 	if err = s.finish(res, rec); err != nil {
 		return nil, err
 	}
-	out, err := s.store.Create(ctx, res, rec, before...)
+	out, err := s.store.Create(WithActor(ctx, c), res, rec, before...)
 	if err != nil {
 		if parent != 0 && isReferenceError(err, res.Parent) {
 			return nil, ErrNotFound(res.ParentResource())
@@ -304,7 +304,7 @@ func (s *Service) CreateFirst(ctx context.Context, c *Caller, res *Resource, rec
 	if err := s.finish(res, rec); err != nil {
 		return nil, false, err
 	}
-	return fc.CreateFirst(ctx, res, rec)
+	return fc.CreateFirst(WithActor(ctx, c), res, rec)
 }
 
 // Replace overwrites record item.ID with rec, or creates it with that id
@@ -344,7 +344,7 @@ func (s *Service) Replace(ctx context.Context, c *Caller, res *Resource, item Ad
 		// (see Store.Replace); anyone else creates at fresh ids only.
 		ctx = WithIDReuse(ctx)
 	}
-	return s.store.Replace(ctx, res, item.ID, rec, s.guard(c, res, OpReplace, a, item, cond, rec, confirmed))
+	return s.store.Replace(WithActor(ctx, c), res, item.ID, rec, s.guard(c, res, OpReplace, a, item, cond, rec, confirmed))
 }
 
 // Update changes the fields present in patch of record item.ID. cond is as
@@ -372,7 +372,7 @@ func (s *Service) Update(ctx context.Context, c *Caller, res *Resource, item Add
 		return nil, err
 	}
 	s.renew(res, patch)
-	return s.store.Update(ctx, res, item.ID, patch, s.guard(c, res, OpUpdate, a, item, cond, patch, confirmed))
+	return s.store.Update(WithActor(ctx, c), res, item.ID, patch, s.guard(c, res, OpUpdate, a, item, cond, patch, confirmed))
 }
 
 // Delete removes record item.ID and everything that belongs to it. cond is as
@@ -386,7 +386,7 @@ func (s *Service) Delete(ctx context.Context, c *Caller, res *Resource, item Add
 	if err != nil {
 		return err
 	}
-	return s.store.Delete(ctx, res, item.ID, s.guard(c, res, OpDelete, a, item, cond, nil, false))
+	return s.store.Delete(WithActor(ctx, c), res, item.ID, s.guard(c, res, OpDelete, a, item, cond, nil, false))
 }
 
 // guard returns the precondition the store checks inside the write
@@ -526,7 +526,7 @@ func (s *Service) EndSessions(ctx context.Context, c *Caller, id int64) error {
 			rec[f.Name] = f.Default()
 		}
 	}
-	_, err = s.store.Update(ctx, Users, id, rec, nil)
+	_, err = s.store.Update(WithActor(ctx, c), Users, id, rec, nil)
 	return err
 }
 

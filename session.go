@@ -96,6 +96,24 @@ func (s *Session) Expires() time.Time { return s.expires }
 // version is read once for every session of this process (at most one read
 // per since), and only a session whose version moved authenticates again.
 func (s *Service) Confirm(ctx context.Context, sess *Session, since time.Time, res *Resource) error {
+	return s.confirmSession(ctx, sess, since, func(c *Caller) error {
+		if sess.allowed[res] {
+			return nil
+		}
+		if err := s.Authorize(ctx, c, res, OpRead); err != nil {
+			return err
+		}
+		if sess.allowed == nil {
+			sess.allowed = make(map[*Resource]bool)
+		}
+		sess.allowed[res] = true
+		return nil
+	})
+}
+
+// confirmSession confirms the credential of sess as of since (see Confirm) and
+// then runs then with its caller, under the session's lock.
+func (s *Service) confirmSession(ctx context.Context, sess *Session, since time.Time, then func(*Caller) error) error {
 	if !sess.expires.IsZero() && !time.Now().Before(sess.expires) {
 		sess.refuse(errInvalidCredential)
 		return errInvalidCredential
@@ -126,17 +144,7 @@ func (s *Service) Confirm(ctx context.Context, sess *Session, since time.Time, r
 		sess.caller, sess.version, sess.known = acct.Caller(), version, known
 		clear(sess.allowed)
 	}
-	if sess.allowed[res] {
-		return nil
-	}
-	if err := s.Authorize(ctx, sess.caller, res, OpRead); err != nil {
-		return err
-	}
-	if sess.allowed == nil {
-		sess.allowed = make(map[*Resource]bool)
-	}
-	sess.allowed[res] = true
-	return nil
+	return then(sess.caller)
 }
 
 func (s *Session) refuse(err error) {

@@ -93,7 +93,8 @@ func (h *Hub) remove(name string, s *subscriber) {
 	s.end()
 }
 
-// Deliver hands ev to every subscriber of its name, unless an event with its
+// Deliver hands ev to every subscriber of its name, of its alias and of
+// resourceapi.AllEvents, unless an event with its
 // ID was delivered before (within the window). It never blocks: a
 // subscriber that cannot take the event is dropped.
 func (h *Hub) Deliver(ev resourceapi.Event) {
@@ -117,16 +118,21 @@ func (h *Hub) Deliver(ev resourceapi.Event) {
 	h.order[h.next] = ev.ID
 	h.next = (h.next + 1) % len(h.order)
 	h.seen[ev.ID] = struct{}{}
-	set := h.subs[ev.Name]
-	for s := range set {
-		if !s.deliver(ev) {
-			delete(set, s)
-			dropped = append(dropped, s)
-			h.dropped++
+	for i, name := range [3]string{ev.Name, ev.Alias, resourceapi.AllEvents} {
+		if name == "" || i == 1 && name == ev.Name {
+			continue
 		}
-	}
-	if len(set) == 0 {
-		delete(h.subs, ev.Name)
+		set := h.subs[name]
+		for s := range set {
+			if !s.deliver(ev) {
+				delete(set, s)
+				dropped = append(dropped, s)
+				h.dropped++
+			}
+		}
+		if set != nil && len(set) == 0 {
+			delete(h.subs, name)
+		}
 	}
 }
 

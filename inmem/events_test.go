@@ -2,6 +2,7 @@ package inmem_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/resourceapi/resourceapi"
@@ -107,5 +108,34 @@ func TestHubPublish(t *testing.T) {
 	h.Close()
 	if err := h.Publish(context.Background(), batch); err == nil {
 		t.Fatal("Publish on a closed hub = nil, want an error")
+	}
+}
+
+// TestHubAliasAndAll: an event reaches the listeners of its type, of its
+// alias (GraphQL's first subscriptions) and of every event, each once.
+func TestHubAliasAndAll(t *testing.T) {
+	h := inmem.NewHub()
+	defer h.Close()
+	ctx := t.Context()
+	byType, err := h.Subscribe(ctx, "users.created", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byAlias, _ := h.Subscribe(ctx, "userCreated", 4)
+	all, _ := h.Subscribe(ctx, resourceapi.AllEvents, 4)
+	other, _ := h.Subscribe(ctx, "users.deleted", 4)
+	h.Deliver(resourceapi.Event{ID: 1, Name: "users.created", Alias: "userCreated", Resource: "users"})
+	h.Deliver(resourceapi.Event{ID: 2, Name: "posts.updated", Resource: "posts"})
+	for name, c := range map[string]struct {
+		ch   <-chan resourceapi.Event
+		want []int64
+	}{"type": {byType, []int64{1}}, "alias": {byAlias, []int64{1}}, "all": {all, []int64{1, 2}}, "other": {other, nil}} {
+		var got []int64
+		for len(c.ch) > 0 {
+			got = append(got, (<-c.ch).ID)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("listener of the %s got %v, want %v", name, got, c.want)
+		}
 	}
 }

@@ -179,6 +179,10 @@ func TestNormalizeEmailsMigration(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// As migration 9 left it: without what migration 11 adds.
+	if _, err := raw.ExecContext(ctx, "ALTER TABLE events DROP COLUMN alias, DROP COLUMN actor"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := raw.ExecContext(ctx, "DELETE FROM goose_db_version WHERE version_id >= 10"); err != nil {
 		t.Fatal(err)
 	}

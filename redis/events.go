@@ -106,6 +106,8 @@ func NewStream(client *goredis.Client, opts StreamOptions) *Stream {
 const (
 	fieldID       = "id"
 	fieldName     = "name"
+	fieldAlias    = "alias"
+	fieldActor    = "actor"
 	fieldResource = "resource"
 	fieldAt       = "at" // Unix milliseconds
 	fieldRecord   = "record"
@@ -127,7 +129,7 @@ func (s *Stream) Publish(ctx context.Context, events []resourceapi.Event) error 
 		}
 		pipe.XAdd(ctx, &goredis.XAddArgs{
 			Stream: s.key, MaxLen: s.maxLen, Approx: true,
-			Values: []any{fieldID, ev.ID, fieldName, ev.Name, fieldResource, ev.Resource, fieldAt, ev.At.UnixMilli(), fieldRecord, record},
+			Values: []any{fieldID, ev.ID, fieldName, ev.Name, fieldAlias, ev.Alias, fieldActor, ev.Actor, fieldResource, ev.Resource, fieldAt, ev.At.UnixMilli(), fieldRecord, record},
 		})
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
@@ -149,7 +151,8 @@ func decodeEntry(msg goredis.XMessage) (resourceapi.Event, error) {
 		return ev, fmt.Errorf("entry %s: no time", msg.ID)
 	}
 	ev.At = time.UnixMilli(ms).UTC()
-	ev.Name, ev.Resource = str(fieldName), str(fieldResource)
+	ev.Name, ev.Alias, ev.Resource = str(fieldName), str(fieldAlias), str(fieldResource)
+	ev.Actor, _ = strconv.ParseInt(str(fieldActor), 10, 64) // absent in entries of earlier versions
 	if ev.Name == "" {
 		return ev, fmt.Errorf("entry %s: no event name", msg.ID)
 	}

@@ -17,7 +17,7 @@ import (
 // userEvent returns event id with a user record.
 func userEvent(id int64) resourceapi.Event {
 	at := time.Date(2026, 11, 22, 12, 0, 0, int(id%1000)*int(time.Millisecond), time.UTC)
-	return resourceapi.Event{ID: id, Name: "userCreated", Resource: "users", At: at, Record: resourceapi.Record{
+	return resourceapi.Event{ID: id, Name: "users.created", Alias: "userCreated", Actor: id % 7, Resource: "users", At: at, Record: resourceapi.Record{
 		"id": id, "name": "Ann", "email": fmt.Sprintf("ann%d@example.com", id), "age": nil,
 		"roles": []string{"user"}, "permissions": []string{}, "created_at": at, "updated_at": at, "deleted": false,
 	}}

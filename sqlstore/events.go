@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,12 +15,17 @@ import (
 var _ resourceapi.Outbox = (*Store)(nil)
 
 // recordEvent writes into the outbox, in the write's transaction, the event
-// res declares for op, if any, with rec: the record as the write committed it
-// (as it was, for a delete). Each write calls it once its record is written,
-// so the event commits with the write or not at all.
-func (s *Store) recordEvent(ctx context.Context, tx Tx, res *resourceapi.Resource, op resourceapi.Op, rec resourceapi.Record) error {
-	name := res.Events[op]
-	if name == "" || (res.Hidden != "" && rec.Bool(res.Hidden)) {
+// of a write of op on a record of res (Resource.EventOf) by actor, from
+// before (nil for a create) to after (nil for a delete), with the record as
+// the write committed it (as it was, for a delete). Each write calls it once
+// its record is written, so the event commits with the write or not at all.
+func (s *Store) recordEvent(ctx context.Context, tx Tx, res *resourceapi.Resource, op resourceapi.Op, before, after resourceapi.Record, actor int64) error {
+	name, alias := res.EventOf(op, before, after)
+	rec := after
+	if rec == nil {
+		rec = before
+	}
+	if res.Hidden != "" && (rec.Bool(res.Hidden) || before != nil && before.Bool(res.Hidden)) {
 		return nil // a hidden record's events would reach every subscriber
 	}
 	payload, err := resourceapi.MarshalRecord(res, rec)
@@ -32,8 +38,8 @@ func (s *Store) recordEvent(ctx context.Context, tx Tx, res *resourceapi.Resourc
 		at = resourceapi.Timestamp(s.now())
 	}
 	q := s.newQuery()
-	q.WriteString("INSERT INTO events (name, resource, record_id, payload, created_at) VALUES (" +
-		join([]string{q.Arg(name), q.Arg(res.Name), q.Arg(rec.ID()), q.Arg(string(payload)), q.Arg(at)}) + ")")
+	q.WriteString("INSERT INTO events (name, alias, actor, resource, record_id, payload, created_at) VALUES (" +
+		join([]string{q.Arg(name), q.Arg(alias), q.Arg(actor), q.Arg(res.Name), q.Arg(rec.ID()), q.Arg(string(payload)), q.Arg(at)}) + ")")
 	if _, err := tx.ExecContext(ctx, q.String(), q.args...); err != nil {
 		return fmt.Errorf("event %s: %w", name, err)
 	}
@@ -221,18 +227,26 @@ func (e publishError) Error() string { return e.err.Error() }
 // most limit, in id order; suffix ends the query (the clause that claims
 // them).
 func (s *Store) pendingEvents(ctx context.Context, q Querier, limit int, after int64, suffix string) ([]resourceapi.Event, error) {
-	rows, err := q.QueryContext(ctx, "SELECT id, name, resource, payload, created_at FROM events WHERE published_at IS NULL AND id > "+
+	rows, err := q.QueryContext(ctx, "SELECT "+eventColumns+" FROM events WHERE published_at IS NULL AND id > "+
 		s.dialect.Placeholder(1)+" ORDER BY id LIMIT "+s.dialect.Placeholder(2)+suffix, after, limit)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
+	return scanEvents(rows)
+}
+
+// eventColumns are the columns scanEvents reads.
+const eventColumns = "id, name, alias, actor, resource, payload, created_at"
+
+// scanEvents reads the rows of a query of eventColumns.
+func scanEvents(rows *sql.Rows) ([]resourceapi.Event, error) {
 	var events []resourceapi.Event
 	for rows.Next() {
 		var ev resourceapi.Event
 		var payload []byte
 		at := value{f: timeField}
-		if err := rows.Scan(&ev.ID, &ev.Name, &ev.Resource, &payload, &at); err != nil {
+		if err := rows.Scan(&ev.ID, &ev.Name, &ev.Alias, &ev.Actor, &ev.Resource, &payload, &at); err != nil {
 			return nil, err
 		}
 		ev.At, _ = at.v.(time.Time)

@@ -547,6 +547,7 @@ func (s *Store) get(ctx context.Context, db Querier, res *resourceapi.Resource, 
 // Create implements resourceapi.Store.
 func (s *Store) Create(ctx context.Context, res *resourceapi.Resource, rec resourceapi.Record, before ...resourceapi.Prerequisite) (resourceapi.Record, error) {
 	var out resourceapi.Record
+	actor := resourceapi.ActorFrom(ctx) // the caller's: the writer's context may be another's
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		if len(before) > 0 {
 			// The record is written anew each round: a retried transaction
@@ -558,7 +559,7 @@ func (s *Store) Create(ctx context.Context, res *resourceapi.Resource, rec resou
 			if err != nil {
 				return err
 			}
-			if err := s.recordEvent(ctx, tx, p.Resource, resourceapi.OpCreate, pre); err != nil {
+			if err := s.recordEvent(ctx, tx, p.Resource, resourceapi.OpCreate, nil, pre, actor); err != nil {
 				return err
 			}
 			s.changed(tx, change{res: p.Resource, id: pre.ID(), created: true})
@@ -568,7 +569,7 @@ func (s *Store) Create(ctx context.Context, res *resourceapi.Resource, rec resou
 		if out, err = s.create(ctx, tx, res, rec); err != nil {
 			return err
 		}
-		if err := s.recordEvent(ctx, tx, res, resourceapi.OpCreate, out); err != nil {
+		if err := s.recordEvent(ctx, tx, res, resourceapi.OpCreate, nil, out, actor); err != nil {
 			return err
 		}
 		s.changed(tx, change{res: res, id: out.ID(), created: true})
@@ -591,6 +592,7 @@ func (s *Store) CreateFirst(ctx context.Context, res *resourceapi.Resource, rec 
 		return nil, false, fmt.Errorf("create first %s: the record does not hold %s", res.Singular, res.Retain.Value)
 	}
 	var out resourceapi.Record
+	actor := resourceapi.ActorFrom(ctx) // the caller's: the writer's context may be another's
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		if err := s.dialect.LockRetain(ctx, tx, res); err != nil {
 			return fmt.Errorf("lock: %w", err)
@@ -602,7 +604,7 @@ func (s *Store) CreateFirst(ctx context.Context, res *resourceapi.Resource, rec 
 		if out, err = s.create(ctx, tx, res, rec); err != nil {
 			return err
 		}
-		if err := s.recordEvent(ctx, tx, res, resourceapi.OpCreate, out); err != nil {
+		if err := s.recordEvent(ctx, tx, res, resourceapi.OpCreate, nil, out, actor); err != nil {
 			return err
 		}
 		s.changed(tx, change{res: res, id: out.ID()})
@@ -620,6 +622,7 @@ func (s *Store) Replace(ctx context.Context, res *resourceapi.Resource, id int64
 	var created bool
 	// Read from the caller's context: the writer's may be another.
 	reuse := resourceapi.IDReuseAllowed(ctx)
+	actor := resourceapi.ActorFrom(ctx) // the caller's: the writer's context may be another's
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		cur, err := s.current(ctx, tx, res, id, rec, cond, true)
 		if err != nil {
@@ -642,7 +645,7 @@ func (s *Store) Replace(ctx context.Context, res *resourceapi.Resource, id int64
 		if err != nil {
 			return err
 		}
-		if err := s.recordEvent(ctx, tx, res, op, out); err != nil {
+		if err := s.recordEvent(ctx, tx, res, op, cur, out, actor); err != nil {
 			return err
 		}
 		s.changed(tx, change{res: res, id: id})
@@ -657,6 +660,7 @@ func (s *Store) Replace(ctx context.Context, res *resourceapi.Resource, id int64
 // Update implements resourceapi.Store.
 func (s *Store) Update(ctx context.Context, res *resourceapi.Resource, id int64, patch resourceapi.Record, cond resourceapi.Condition) (resourceapi.Record, error) {
 	var out resourceapi.Record
+	actor := resourceapi.ActorFrom(ctx) // the caller's: the writer's context may be another's
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		cur, err := s.current(ctx, tx, res, id, patch, cond, false)
 		if err != nil {
@@ -668,7 +672,7 @@ func (s *Store) Update(ctx context.Context, res *resourceapi.Resource, id int64,
 		if out, err = s.update(ctx, tx, res, cur, patch); err != nil {
 			return err
 		}
-		if err := s.recordEvent(ctx, tx, res, resourceapi.OpUpdate, out); err != nil {
+		if err := s.recordEvent(ctx, tx, res, resourceapi.OpUpdate, cur, out, actor); err != nil {
 			return err
 		}
 		s.changed(tx, change{res: res, id: id})
@@ -682,6 +686,7 @@ func (s *Store) Update(ctx context.Context, res *resourceapi.Resource, id int64,
 
 // Delete implements resourceapi.Store.
 func (s *Store) Delete(ctx context.Context, res *resourceapi.Resource, id int64, cond resourceapi.Condition) error {
+	actor := resourceapi.ActorFrom(ctx) // the caller's: the writer's context may be another's
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		cur, err := s.current(ctx, tx, res, id, nil, cond, false)
 		if err != nil {
@@ -699,7 +704,7 @@ func (s *Store) Delete(ctx context.Context, res *resourceapi.Resource, id int64,
 			}
 			return err
 		}
-		if err := s.recordEvent(ctx, tx, res, resourceapi.OpDelete, cur); err != nil {
+		if err := s.recordEvent(ctx, tx, res, resourceapi.OpDelete, cur, nil, actor); err != nil {
 			return err
 		}
 		s.changed(tx, change{res: res, id: id, whole: dependents(res)})

@@ -30,33 +30,52 @@ func testEvents(t *testing.T, open opener) {
 	t.Run("Writes", func(t *testing.T) {
 		s, ob := outbox(t)
 		ann := mustCreate(t, s, user("Ann", "ann@example.com"))
-		mustEvents(t, ob, want("userCreated", users, ann))
+		mustEvents(t, ob, want("users.created", "userCreated", users, ann))
 
-		// Users declare only userCreated: other writes publish nothing.
-		mustUpdate(t, s, ann.ID(), resourceapi.Record{"name": "Anne"})
-		mustReplace(t, s, ann.ID(), user("Anne", "ann@example.com"))
+		// Every write publishes: an update, a replace, a delete, each with
+		// the record as committed (as it was, for a delete) and the actor
+		// the rule layer put in the context.
+		anne, err := s.Update(resourceapi.WithActor(timeout(t), &resourceapi.Caller{UserID: ann.ID()}), users, ann.ID(),
+			mustValid(t, resourceapi.Record{"name": "Anne"}, resourceapi.ModePatch), nil)
+		if err != nil {
+			t.Fatalf("Update: %v", err)
+		}
+		updated := want("users.updated", "", users, anne)
+		updated.Actor = ann.ID()
+		replaced, _ := mustReplace(t, s, ann.ID(), user("Anne", "ann@example.com"))
 		bob := mustCreate(t, s, user("Bob", "bob@example.com"))
 		mustDelete(t, s, bob.ID())
-		mustEvents(t, ob, want("userCreated", users, bob))
+		deleted := want("users.deleted", "", users, bob)
+		deleted.At = time.Time{} // the delete's own time
+		mustEvents(t, ob, updated, want("users.updated", "", users, replaced),
+			want("users.created", "userCreated", users, bob), deleted)
+
+		// A soft delete is a delete, a restore a create (without the alias:
+		// userCreated is of new users).
+		gone := mustUpdate(t, s, ann.ID(), resourceapi.Record{"deleted": true})
+		back := mustUpdate(t, s, ann.ID(), resourceapi.Record{"deleted": false})
+		mustEvents(t, ob, want("users.deleted", "", users, gone), want("users.created", "", users, back))
 
 		// A PUT that creates publishes what a POST would.
 		put, created := mustReplace(t, s, 900, user("Put", "put@example.com"))
 		if !created {
 			t.Fatal("Replace of an absent id did not create")
 		}
-		mustEvents(t, ob, want("userCreated", users, put))
+		mustEvents(t, ob, want("users.created", "userCreated", users, put))
 
-		// Posts declare postCreated; products declare nothing.
+		// Posts alias postCreated; products have no alias.
 		post := mustValidOf(t, resourceapi.Posts, resourceapi.Record{"author_id": ann.ID(), "title": "Hello", "content": "World"})
 		p, err := s.Create(timeout(t), resourceapi.Posts, post)
 		if err != nil {
 			t.Fatalf("Create post: %v", err)
 		}
 		product := mustValidOf(t, resourceapi.Products, resourceapi.Products.Example(1))
-		if _, err := s.Create(timeout(t), resourceapi.Products, product); err != nil {
+		pr, err := s.Create(timeout(t), resourceapi.Products, product)
+		if err != nil {
 			t.Fatalf("Create product: %v", err)
 		}
-		mustEvents(t, ob, want("postCreated", resourceapi.Posts, p))
+		mustEvents(t, ob, want("posts.created", "postCreated", resourceapi.Posts, p),
+			want("products.created", "", resourceapi.Products, pr))
 
 		// Failed writes record nothing: a conflict, a reference to nobody,
 		// a Condition's refusal, a done context.
@@ -131,7 +150,7 @@ func testEvents(t *testing.T, open opener) {
 				t.Fatalf("PurgeEvents(%v, %d) = %d, %v; want %d", c.before, c.limit, n, err, c.want)
 			}
 		}
-		mustEvents(t, ob, want("userCreated", users, pending))
+		mustEvents(t, ob, want("users.created", "userCreated", users, pending))
 	})
 
 	t.Run("Signal", func(t *testing.T) {
@@ -222,8 +241,9 @@ func mustValidOf(tb testing.TB, res *resourceapi.Resource, rec resourceapi.Recor
 }
 
 // want is an expected event, without the id the store assigns.
-func want(name string, res *resourceapi.Resource, rec resourceapi.Record) resourceapi.Event {
-	return resourceapi.Event{Name: name, Resource: res.Name, Record: Shown(res, rec), At: rec["updated_at"].(time.Time)}
+func want(name, alias string, res *resourceapi.Resource, rec resourceapi.Record) resourceapi.Event {
+	at, _ := rec["updated_at"].(time.Time)
+	return resourceapi.Event{Name: name, Alias: alias, Resource: res.Name, Record: Shown(res, rec), At: at}
 }
 
 // Shown returns rec as an event carries it: without the internal fields
@@ -266,6 +286,9 @@ func mustEvents(tb testing.TB, ob resourceapi.Outbox, wants ...resourceapi.Event
 	for i, ev := range got {
 		w := wants[i]
 		w.ID = ev.ID
+		if w.At.IsZero() && !ev.At.IsZero() {
+			w.At = ev.At // a delete's own time
+		}
 		if ev.ID <= 0 || !reflect.DeepEqual(ev, w) {
 			tb.Fatalf("event %d =\n%#v\nwant\n%#v", i, ev, w)
 		}

@@ -183,7 +183,7 @@ func TestEventsFromEveryDoor(t *testing.T) {
 	users, posts := subscribe(t, srv.Events, "userCreated"), subscribe(t, srv.Events, "postCreated")
 
 	id := mustCreate(t, srv.URL, key[1], "/api/users", userBody("rest@example.com"))
-	if ev := mustEvent(t, users, id, 10*time.Second); ev.Record["email"] != "rest@example.com" || ev.Name != "userCreated" {
+	if ev := mustEvent(t, users, id, 10*time.Second); ev.Record["email"] != "rest@example.com" || ev.Alias != "userCreated" {
 		t.Fatalf("event %+v, want userCreated with the user's record", ev)
 	}
 	post := mustCreate(t, srv.URL, key[1], "/api/posts", fmt.Sprintf(`{"author_id":%d,"title":"Hi","content":"There"}`, id))
@@ -268,7 +268,7 @@ func TestEventsAcrossInstances(t *testing.T) {
 	// marked published, so a repeat of the first would arrive before it.
 	first := mustCreate(t, writer.URL, key, "/api/users", userBody("first@example.com"))
 	ev := mustEvent(t, sub, first, 10*time.Second)
-	if ev.Record["email"] != "first@example.com" || ev.Name != "userCreated" || ev.Resource != "users" {
+	if ev.Record["email"] != "first@example.com" || ev.Alias != "userCreated" || ev.Resource != "users" {
 		t.Fatalf("event %+v, want userCreated with the user's record", ev)
 	}
 	waitPublished(t, pg, first)
