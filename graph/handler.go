@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,12 @@ type Options struct {
 	// credential is refused and a connection runs as the caller package
 	// http found on the upgrade request, unconfirmed.
 	ParseCredential func(apiKey, authorization []string) (resourceapi.Credential, error)
+	// ParseListQuery reads the list parameters of a request of REST
+	// (http.ParseListQuery); the page fields of the declared resources
+	// (usersPage, Article.comments...) hand it their arguments, which are
+	// those parameters by the same names, so that a page follows the same
+	// rules over both. Without it page fields fail with UNAVAILABLE.
+	ParseListQuery func(*resourceapi.Resource, url.Values) (resourceapi.ListQuery, error)
 	// Events delivers the committed writes subscriptions report; without
 	// it subscriptions fail with UNAVAILABLE.
 	Events resourceapi.Events

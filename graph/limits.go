@@ -21,6 +21,7 @@ func complexity() ComplexityRoot {
 	c.Query.Users = func(child int, limit, _ *int) int { return listCost(child, limit) }
 	c.Query.Posts = func(child int, limit, _ *int) int { return listCost(child, limit) }
 	c.User.Posts = func(child int, limit, _ *int) int { return listCost(child, limit) }
+	generatedComplexity(&c)
 	return c
 }
 

@@ -17,9 +17,9 @@ import (
 
 // usersCache keeps the responses of queries that read users (with their
 // posts and the posts' authors): decisions §6's users cache. An entry is
-// served only while the store's generation of users and posts
+// served only while the store's generation of every declared resource
 // (Service.Version) is the one it was computed under, so any write of
-// a user or a post, whether made through GraphQL, REST, the command line
+// any record, whether made through GraphQL, REST, the command line
 // (another process on the SQLite file) or anything else the store sees,
 // drops every entry at once, before the write's commit can be read; and
 // never for longer than its lifetime (60 s). A store that cannot tell its
@@ -139,9 +139,12 @@ func (c *usersCache) key(opCtx *graphql.OperationContext, caller *resourceapi.Ca
 	return k, true
 }
 
-// version returns the store's current version of users and posts.
+// version returns the store's current version of every declared
+// resource: a response of users may show, besides users and their posts,
+// the records nested under a user (User.orders, generated from the
+// declarations), so a write of any of them drops the entries.
 func (c *usersCache) version() (uint64, bool) {
-	return c.service.Version(resourceapi.Users, resourceapi.Posts)
+	return c.service.Version(resourceapi.Declared()...)
 }
 
 // get returns the body kept under k, if it is still current.

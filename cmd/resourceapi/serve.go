@@ -198,6 +198,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	gql := graph.New(graph.Options{
 		Service:         service,
 		ParseCredential: http.ParseCredential,
+		ParseListQuery:  http.ParseListQuery,
 		Events:          events,
 		Logger:          log,
 		RequestID:       http.RequestID,
