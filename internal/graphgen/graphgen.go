@@ -381,7 +381,7 @@ func (g *gen) resource(res *resourceapi.Resource) error {
 	needInput := false
 	if name := "create" + t; !g.spec.hasRoot("Mutation", name) {
 		needInput = true
-		fmt.Fprintf(&g.mut, "  %s\n  %s(input: %s!): %s\n", quote(fmt.Sprintf("Creates a %s (POST /%s) and returns it: the fields of input are those of a REST body, validated by the same rules.", res.Singular, res.Path)), name, input, t)
+		fmt.Fprintf(&g.mut, "  %s\n  %s(input: %s!): %s\n", quote(fmt.Sprintf("Creates %s (POST /%s) and returns it: the fields of input are those of a REST body, validated by the same rules.", a(res.Singular), res.Path)), name, input, t)
 		fmt.Fprintf(&g.code, "func (r mutationResolver) %s(ctx context.Context, input map[string]any) (%s, error) {\n\trec, err := r.create(ctx, %s, input)\n\tif err != nil {\n\t\treturn nil, err\n\t}\n\treturn %s(rec), nil\n}\n\n",
 			goName(name), g.goType(res), goRes(res), g.conv(res))
 	}
@@ -408,7 +408,7 @@ func (g *gen) resource(res *resourceapi.Resource) error {
 			}
 			fmt.Fprintf(&in, "  %s: %s\n", Camel(f.Name), typ)
 		}
-		fmt.Fprintf(&g.schema, "%s\ninput %s {\n%s}\n\n", quote(fmt.Sprintf("The fields of a %s that a write may set; those it omits are left out of the write (a create gives them their defaults).", res.Singular)), input, in.String())
+		fmt.Fprintf(&g.schema, "%s\ninput %s {\n%s}\n\n", quote(fmt.Sprintf("The fields of %s that a write may set; those it omits are left out of the write (a create gives them their defaults).", a(res.Singular))), input, in.String())
 		g.model(input, nil)
 	}
 	return nil
@@ -516,6 +516,14 @@ func fieldDoc(res *resourceapi.Resource, f *resourceapi.Field) string {
 		parts = append(parts, "One of "+strings.Join(f.Enum, ", ")+".")
 	}
 	return strings.Join(parts, " ")
+}
+
+// a returns s with its indefinite article.
+func a(s string) string {
+	if strings.ContainsRune("aeiouAEIOU", rune(s[0])) {
+		return "an " + s
+	}
+	return "a " + s
 }
 
 func quote(s string) string {
