@@ -144,3 +144,28 @@ func ClientBudgetFrom(ctx context.Context) *ClientBudget {
 	b, _ := ctx.Value(clientBudgetKey{}).(*ClientBudget)
 	return b
 }
+
+type rateChargeKey struct{}
+
+// WithRateCharge returns a context that carries charge, which takes n more
+// requests from the rate budget the request was counted against. The
+// transport that limits requests puts it there (package http's rate limit).
+func WithRateCharge(ctx context.Context, charge func(n int)) context.Context {
+	return context.WithValue(ctx, rateChargeKey{}, charge)
+}
+
+// ChargeRate takes n more requests from the rate budget of the caller (or
+// client address) whose request ctx belongs to, as many of them as the
+// budget still holds, when the request is rate limited; otherwise it does
+// nothing. A door charges with it what a request cost beyond the one
+// request its rate limit counted: GraphQL charges the bytes a response
+// built or was refused (see docs/graphql.md), so that a caller's budget
+// bounds the work of its requests, not only their number.
+func ChargeRate(ctx context.Context, n int) {
+	if n <= 0 {
+		return
+	}
+	if charge, _ := ctx.Value(rateChargeKey{}).(func(int)); charge != nil {
+		charge(n)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/resourceapi/resourceapi"
@@ -40,6 +41,12 @@ import (
 // (capResponse), so that nothing the charges leave out (__typename) lets
 // a response pass it.
 
+// ChargeUnit is the response size that costs a caller one more request of
+// its rate budget (resourceapi.ChargeRate): a response of 64 KiB or less
+// costs the request alone; one of 4 MiB (the default MaxResponseBytes),
+// built or refused, 64 more.
+const ChargeUnit = 64 << 10
+
 // budget is the budget of one response.
 type budget struct {
 	maxRecords int
@@ -51,7 +58,11 @@ type budget struct {
 	// progress (the most they can return).
 	used, inflight int
 	bytes          int64
-	failed         *gqlerror.Error
+	// work is the most bytes the response held or was refused (bytes and
+	// what expect was asked to fit on top of them): what building it cost,
+	// which the caller's rate budget is charged (aroundResponse).
+	work   int64
+	failed *gqlerror.Error
 }
 
 func newBudget(maxRecords int, maxBytes int64) *budget {
@@ -128,6 +139,7 @@ func (b *budget) charge(n int) bool {
 		return false
 	}
 	b.bytes += int64(n)
+	b.work = max(b.work, b.bytes)
 	if b.bytes > b.maxBytes {
 		b.failLocked(tooLargeError(b.maxBytes))
 		return false
@@ -147,6 +159,7 @@ func (b *budget) expect(n int) bool {
 	if b.failed != nil {
 		return false
 	}
+	b.work = max(b.work, b.bytes+int64(n))
 	if b.bytes+int64(n) > b.maxBytes {
 		b.failLocked(tooLargeError(b.maxBytes))
 		return false
@@ -247,6 +260,16 @@ func (h *Handler) aroundResponse(ctx context.Context, next graphql.ResponseHandl
 	// Fresh loaders for every response: per request, and per event of a
 	// subscription, so nothing read for one is served to another.
 	resp := next(withLoaders(ctx, h.cfg.Service))
+	if op := graphql.GetOperationContext(ctx); op.Operation != nil && op.Operation.Operation != ast.Subscription {
+		// A request's caller pays for what its response cost beyond the
+		// one request its rate limit counted: one request per
+		// ChargeUnit of response built or refused. A subscription's events
+		// are the server's to send, and cost their subscriber nothing.
+		b.mu.Lock()
+		work := b.work
+		b.mu.Unlock()
+		resourceapi.ChargeRate(ctx, int(work/ChargeUnit))
+	}
 	if resp == nil {
 		return nil
 	}

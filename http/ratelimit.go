@@ -1,11 +1,13 @@
 package http
 
 import (
+	"context"
 	"log/slog"
 	"math"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/resourceapi/resourceapi"
 )
@@ -53,13 +55,17 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 		}
 		var d resourceapi.RateDecision
 		var err error
+		var key string
 		switch c := infoFrom(r).caller; {
 		case c != nil && c.UserID != 0:
-			d, err = s.limiter.AllowN(r.Context(), "user:"+strconv.FormatInt(c.UserID, 10), 1)
+			key = "user:" + strconv.FormatInt(c.UserID, 10)
+			d, err = s.limiter.AllowN(r.Context(), key, 1)
 		case budget != nil:
+			key = resourceapi.ClientKey(budget.Client())
 			d, err = budget.Count(r.Context())
 		default:
-			d, err = s.limiter.AllowN(r.Context(), resourceapi.ClientKey(s.clientIP(r).String()), 1)
+			key = resourceapi.ClientKey(s.clientIP(r).String())
+			d, err = s.limiter.AllowN(r.Context(), key, 1)
 		}
 		if err != nil {
 			s.logger.LogAttrs(r.Context(), slog.LevelWarn, "rate limiter failed; request served unlimited",
@@ -76,8 +82,29 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 				Message: "Too many requests; retry after the time in Retry-After"})
 			return
 		}
+		if kind == "/graphql" {
+			r = r.WithContext(resourceapi.WithRateCharge(r.Context(), s.charge(key, d.Remaining)))
+		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// charge returns the function that takes what a request cost beyond itself
+// (resourceapi.ChargeRate) from the budget under key: as much of it as the
+// budget held when the request was admitted (left), so that a costly
+// request spends the budget instead of being refused after it ran. The
+// next request's headers show it.
+func (s *Server) charge(key string, left int) func(n int) {
+	return func(n int) {
+		if n = min(n, left); n <= 0 {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // the request may be gone
+		defer cancel()
+		if _, err := s.limiter.AllowN(ctx, key, n); err != nil {
+			s.logger.LogAttrs(ctx, slog.LevelWarn, "rate limiter failed to charge a request's cost", slog.String("err", err.Error()))
+		}
+	}
 }
 
 // mayVerifyPassword reports whether serving r may verify a password, so
