@@ -112,6 +112,11 @@ func (dialect) ForUpdate() string { return " FOR UPDATE" }
 
 func (dialect) OrderBy(column string, _ bool) string { return column }
 
+// IDsFirst implements sqlstore.IDsFirst: searches collect their matches
+// through the trigram index and deep pages walk their offset in an index,
+// before the page's rows are read.
+func (dialect) IDsFirst() bool { return true }
+
 // Permissions unions the user's grants with those of their roles.
 func (dialect) Permissions(u string) string {
 	return "(SELECT coalesce(jsonb_agg(p), '[]'::jsonb) FROM (" +

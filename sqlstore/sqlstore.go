@@ -381,9 +381,12 @@ func (s *Store) List(ctx context.Context, res *resourceapi.Resource, lq resource
 }
 
 func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource, lq resourceapi.ListQuery) (resourceapi.Page, error) {
-	page := resourceapi.Page{Records: []resourceapi.Record{}}
 	cols := s.readColumns(res)
 	q := s.newQuery()
+	if ids, ok := s.dialect.(IDsFirst); ok && ids.IDsFirst() && (lq.Search != "" || lq.Offset > 0) {
+		s.idsFirst(q, cols, res, lq, s.versionColumn(s.identityCheck(ctx)))
+		return s.scanPage(ctx, tx, q, cols, res, lq)
+	}
 	q.WriteString("SELECT " + cols.list + ", ")
 	// The total comes with every row. With q, a window function counts the
 	// matches, so the index search runs once. Otherwise a subquery, which
@@ -398,12 +401,58 @@ func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource,
 		s.count(q, res, lq)
 		q.WriteString(")")
 	}
-	check := s.identityCheck(ctx)
-	q.WriteString(s.versionColumn(check) + " FROM " + res.Name)
+	q.WriteString(s.versionColumn(s.identityCheck(ctx)) + " FROM " + res.Name)
 	q.where(res, lq)
 	q.WriteString(" ORDER BY " + s.orderBy(res, lq))
 	q.WriteString(" LIMIT " + q.Arg(lq.Limit) + " OFFSET " + q.Arg(lq.Offset))
+	return s.scanPage(ctx, tx, q, cols, res, lq)
+}
 
+// IDsFirst is implemented by a Dialect whose database should choose a
+// page's ids before it reads the page's rows (PostgreSQL), see idsFirst.
+type IDsFirst interface {
+	IDsFirst() bool
+}
+
+// idsFirst appends the statement of a search or a deep page that chooses the
+// page's ids first and reads only those rows. A search collects its matches'
+// ids and sort keys once (a materialised CTE, which the trigram index
+// answers), counts them and sorts them, where the one-statement form walks
+// the sort index and tests every row against the pattern, and counting the
+// matches with a window function reads them all anyway. A deep page walks
+// its OFFSET in the sort index alone (an index-only scan of (deleted,
+// <sort>, id)) instead of fetching every skipped row from the table.
+func (s *Store) idsFirst(q *Query, cols *columns, res *resourceapi.Resource, lq resourceapi.ListQuery, version string) {
+	order := s.orderBy(res, lq)
+	keys := "id"
+	if f := res.Field(lq.Sort); f.Name != "id" {
+		keys += ", " + column(f)
+	}
+	if lq.Search != "" {
+		q.WriteString("WITH m AS MATERIALIZED (SELECT " + keys + " FROM " + res.Name)
+		q.where(res, lq)
+		q.WriteString(") SELECT " + cols.list + ", (SELECT count(*) FROM m)")
+	} else {
+		q.WriteString("SELECT " + cols.list + ", (")
+		s.count(q, res, lq)
+		q.WriteString(")")
+	}
+	q.WriteString(version + " FROM " + res.Name + " WHERE id IN (SELECT id FROM ")
+	if lq.Search != "" {
+		q.WriteString("m")
+	} else {
+		q.WriteString(res.Name)
+		q.where(res, lq)
+	}
+	q.WriteString(" ORDER BY " + order + " LIMIT " + q.Arg(lq.Limit) + " OFFSET " + q.Arg(lq.Offset) + ") ORDER BY " + order)
+}
+
+// scanPage runs q, a page's statement (the record's columns, the total and,
+// when the caller's account is checked, the identity version), and reads
+// the page.
+func (s *Store) scanPage(ctx context.Context, tx Querier, q *Query, cols *columns, res *resourceapi.Resource, lq resourceapi.ListQuery) (resourceapi.Page, error) {
+	page := resourceapi.Page{Records: []resourceapi.Record{}}
+	check := s.identityCheck(ctx)
 	rows, err := tx.QueryContext(ctx, q.String(), q.args...)
 	if err != nil {
 		return page, err

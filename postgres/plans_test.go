@@ -1,0 +1,87 @@
+package postgres_test
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	"github.com/resourceapi/resourceapi"
+	"github.com/resourceapi/resourceapi/postgres"
+	"github.com/resourceapi/resourceapi/postgres/pgtest"
+)
+
+// TestListReadsOnlyItsPage checks, through PostgreSQL's own statistics of
+// the users table, what a search and a deep page read on 5,000 users: the
+// search finds its matches through the trigram index users_search (before,
+// the planner walked the name index and tested every row against the
+// pattern, and the index was never used), and the last page walks its
+// offset in an index alone, reading only the rows of its page (before,
+// every skipped row was read from the table).
+func TestListReadsOnlyItsPage(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	db, err := postgres.Open(ctx, url, postgres.Options{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	admin := mustAdmin(t, url)
+	const n = 5000
+	for _, q := range []string{
+		`INSERT INTO users (name, email, email_key, age, created_at, updated_at)
+		 SELECT 'User ' || lpad(i::text, 5, '0') || CASE WHEN i % 8 = 0 THEN ' Abc' ELSE '' END,
+		        'user' || lpad(i::text, 5, '0') || '@example.com', 'user' || lpad(i::text, 5, '0') || '@example.com',
+		        18 + i % 70, now(), now()
+		 FROM generate_series(1, 5000) i`,
+		`VACUUM ANALYZE users`,
+	} {
+		if _, err := admin.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	before := mustTableReads(t, admin)
+
+	page, err := db.List(ctx, resourceapi.Users, resourceapi.ListQuery{Limit: 20, Offset: n - 20, Sort: "id"})
+	if err != nil || len(page.Records) != 20 || page.Records[19].ID() != n {
+		t.Fatalf("last page = %d records, %v; want 20 ending with user %d", len(page.Records), err, n)
+	}
+	page, err = db.List(ctx, resourceapi.Users, resourceapi.ListQuery{Limit: 20, Sort: "name", Desc: true, Search: "abc"})
+	if err != nil || page.Total != n/8 || len(page.Records) != 20 {
+		t.Fatalf("search = %d records of %d, %v; want 20 of %d", len(page.Records), page.Total, err, n/8)
+	}
+
+	// The store's session reports its statistics when it goes idle, within
+	// seconds: wait for the search's use of the index to show.
+	var searches int64
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if err := admin.QueryRowContext(ctx, `SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'users_search'`).Scan(&searches); err != nil {
+			t.Fatal(err)
+		}
+		if searches > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if searches == 0 {
+		t.Errorf("the search did not use the trigram index users_search")
+	}
+	after := mustTableReads(t, admin)
+	// The search reads its 625 matches (a bitmap heap scan); the last page
+	// reads its 20 rows. Reading the skipped rows would be 4,980 more.
+	if got := after - before; got > 1500 {
+		t.Errorf("the last page and the search read %d rows of users, want at most 1,500 (their matches and pages)", got)
+	}
+}
+
+// mustTableReads returns the rows read from the users table so far,
+// sequentially or through an index (index-only scans read none).
+func mustTableReads(t *testing.T, admin *sql.DB) int64 {
+	t.Helper()
+	var n int64
+	if err := admin.QueryRowContext(context.Background(), `SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0)
+		FROM pg_stat_user_tables WHERE relname = 'users'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
