@@ -76,13 +76,13 @@ func TestHangUps(t *testing.T) {
 	var users, events, orphans int
 	if err := admin.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM users WHERE email LIKE 'hangup-%'),
-		(SELECT count(*) FROM events WHERE name = 'userCreated' AND payload->>'email' LIKE 'hangup-%'),
-		(SELECT count(*) FROM events e WHERE e.name = 'userCreated' AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = e.record_id))`,
+		(SELECT count(*) FROM events e JOIN users u ON u.id = e.record_id WHERE e.resource = 'users' AND e.payload->>'email' = u.email AND u.email LIKE 'hangup-%'),
+		(SELECT count(*) FROM events e WHERE e.resource = 'users' AND e.payload->>'email' LIKE 'hangup-%' AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = e.record_id))`,
 	).Scan(&users, &events, &orphans); err != nil {
 		t.Fatal(err)
 	}
 	if users != events || orphans != 0 {
-		t.Errorf("%d users created by callers that hung up, %d userCreated events of them, %d events without their user: want equal counts and none", users, events, orphans)
+		t.Errorf("%d users created by callers that hung up, %d events of their creation, %d events without their user: want equal counts and none", users, events, orphans)
 	}
 	t.Logf("%d of %d creates committed; %d sessions opened", users, 32*10, proxy.Accepted())
 }
