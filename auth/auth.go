@@ -37,6 +37,7 @@ type Authenticator struct {
 	tokens resourceapi.Tokens
 	// guesses throttles failed password checks (see Config).
 	guesses, guessesFrom resourceapi.RateLimiter
+	failuresFrom         resourceapi.RateLimiter // failed checks per client address (see Config)
 	now                  resourceapi.Clock
 
 	// dummy is a hash of a random password, verified when an email names
@@ -59,6 +60,13 @@ type Config struct {
 	// addresses, and while it is spent the real user cannot sign in by
 	// password either (API keys and tokens still work).
 	AccountGuesses, AccountGuessesFrom resourceapi.RateLimiter
+	// FailuresFrom, when set, limits failed password checks per client
+	// address, whatever the accounts: a flood of sign-ins with random
+	// emails from one address costs at most its budget of verifications
+	// (argon2id, tens of milliseconds of a core each) and then nothing; a
+	// throttled attempt fails with CodeRateLimited before any password is
+	// checked. Successful sign-ins and remembered credentials take nothing.
+	FailuresFrom resourceapi.RateLimiter
 	// VerifiedTTL is how long a verified HTTP Basic credential is
 	// remembered (default 5 minutes); 0 uses the default, negative turns
 	// remembering off.
@@ -70,7 +78,7 @@ type Config struct {
 // New returns an Authenticator for cfg.
 func New(cfg Config) (*Authenticator, error) {
 	a := &Authenticator{store: cfg.Store, hasher: cfg.Hasher, tokens: cfg.Tokens,
-		guesses: cfg.AccountGuesses, guessesFrom: cfg.AccountGuessesFrom, now: cfg.Now}
+		guesses: cfg.AccountGuesses, guessesFrom: cfg.AccountGuessesFrom, failuresFrom: cfg.FailuresFrom, now: cfg.Now}
 	if a.now == nil {
 		a.now = time.Now
 	}
@@ -310,15 +318,21 @@ func guessKeys(email, client string) (account, from string) {
 	return account, account + "|" + client
 }
 
+// failuresKey is the throttling key of a client address's failed checks,
+// whatever the account.
+func failuresKey(client string) string { return "failures:" + client }
+
 // throttled fails with CodeRateLimited when the account has no failed
 // attempts left, overall or from this client.
 func (a *Authenticator) throttled(ctx context.Context, email, client string) error {
 	account, from := guessKeys(email, client)
 	for _, lim := range []struct {
-		l   resourceapi.RateLimiter
-		key string
-	}{{a.guessesFrom, from}, {a.guesses, account}} {
-		if lim.l == nil {
+		l    resourceapi.RateLimiter
+		key  string
+		what string
+	}{{a.guessesFrom, from, "for this account"}, {a.guesses, account, "for this account"},
+		{a.failuresFrom, failuresKey(client), "from this address"}} {
+		if lim.l == nil || lim.key == failuresKey("") {
 			continue
 		}
 		d, err := lim.l.AllowN(ctx, lim.key, 0)
@@ -327,7 +341,7 @@ func (a *Authenticator) throttled(ctx context.Context, email, client string) err
 		}
 		if d.Remaining < 1 {
 			return &resourceapi.Error{Code: resourceapi.CodeRateLimited, RetryAfter: max(d.RetryAfter, time.Second),
-				Message: "Too many failed sign-in attempts for this account; retry later"}
+				Message: "Too many failed sign-in attempts " + lim.what + "; retry later"}
 		}
 	}
 	return nil
@@ -341,6 +355,9 @@ func (a *Authenticator) failed(ctx context.Context, email, client string) {
 	}
 	if a.guesses != nil {
 		a.guesses.AllowN(ctx, account, 1)
+	}
+	if a.failuresFrom != nil && client != "" {
+		a.failuresFrom.AllowN(ctx, failuresKey(client), 1)
 	}
 }
 

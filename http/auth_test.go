@@ -328,6 +328,41 @@ func TestGuessThrottling(t *testing.T) {
 	c.get("/api/users/1").mustStatus(t, http.StatusOK)
 }
 
+// TestFailuresFromAnAddress: failed passwords from one client address,
+// whatever the accounts (random emails), are throttled once the address's
+// budget of failures is spent, before any password is verified; API keys
+// and a credential verified before still work.
+func TestFailuresFromAnAddress(t *testing.T) {
+	store := mustSQLite(t, nil)
+	hasher := &countingHasher{PasswordHasher: testHasher()}
+	c := mustServer(t, store, func(cfg *rhttp.Config) {
+		auth, err := rauth.New(rauth.Config{Store: store.(resourceapi.IdentityStore),
+			Hasher: hasher, FailuresFrom: newTestLimiter(3)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Service.SetAuthenticator(auth)
+	})
+	anon := c.anonymous()
+	anon.get("/api/users/1", "Authorization", basicAuth(adminEmail, "correct horse battery")).mustStatus(t, http.StatusOK)
+	for i := range 3 {
+		anon.get("/api/users/1", "Authorization", basicAuth(fmt.Sprintf("random%d@example.com", i), "guess")).
+			mustError(t, http.StatusForbidden, resourceapi.CodeInvalidToken)
+	}
+	before := hasher.verifies.Load()
+	r := anon.get("/api/users/1", "Authorization", basicAuth("random9@example.com", "guess"))
+	r.mustError(t, http.StatusTooManyRequests, resourceapi.CodeRateLimited)
+	if r.Header.Get("Retry-After") == "" {
+		t.Error("throttled sign-in without Retry-After")
+	}
+	if hasher.verifies.Load() != before {
+		t.Error("a throttled attempt still verified a password")
+	}
+	// The remembered credential and the API key still work.
+	anon.get("/api/users/1", "Authorization", basicAuth(adminEmail, "correct horse battery")).mustStatus(t, http.StatusOK)
+	c.get("/api/users/1").mustStatus(t, http.StatusOK)
+}
+
 // testLimiter is a resourceapi.RateLimiter with a fixed budget per key and no
 // refill, for tests that count.
 type testLimiter struct {

@@ -91,7 +91,7 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 
 // charge returns the function that takes what a request cost beyond itself
 // (resourceapi.ChargeRate) from the budget under key: as much of it as the
-// budget held when the request was admitted (left), so that a costly
+// budget held when the request was admitted (left) and still holds, so that a costly
 // request spends the budget instead of being refused after it ran. The
 // next request's headers show it.
 func (s *Server) charge(key string, left int) func(n int) {
@@ -101,7 +101,16 @@ func (s *Server) charge(key string, left int) func(n int) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // the request may be gone
 		defer cancel()
-		if _, err := s.limiter.AllowN(ctx, key, n); err != nil {
+		// A limiter takes n only when n fit, and other requests of the
+		// caller may have spent the budget meanwhile: take what is left.
+		d, err := s.limiter.AllowN(ctx, key, 0)
+		if err == nil {
+			if n = min(n, d.Remaining); n <= 0 {
+				return
+			}
+			_, err = s.limiter.AllowN(ctx, key, n)
+		}
+		if err != nil {
 			s.logger.LogAttrs(ctx, slog.LevelWarn, "rate limiter failed to charge a request's cost", slog.String("err", err.Error()))
 		}
 	}

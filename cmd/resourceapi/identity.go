@@ -23,11 +23,17 @@ import (
 // one more every 9 seconds. A stranger who guesses from one address locks
 // nobody out; one who spreads guesses over many addresses can keep the
 // account's password sign-in throttled, never its API keys or tokens.
+//
+// From one client address, whatever the accounts, 30 failures and then one
+// more every 2 seconds: a flood of sign-ins with random emails costs at most
+// that many password verifications, then a refusal each.
 const (
-	guessesFrom       = 10
-	guessesFromWindow = 15 * time.Minute
-	guesses           = 100
-	guessesWindow     = 15 * time.Minute
+	failuresFrom       = 30
+	failuresFromWindow = time.Minute
+	guessesFrom        = 10
+	guessesFromWindow  = 15 * time.Minute
+	guesses            = 100
+	guessesWindow      = 15 * time.Minute
 )
 
 // identity is what authenticates and limits requests.
@@ -76,6 +82,7 @@ func newIdentity(ctx context.Context, cfg config, db store, hasher resourceapi.P
 		Tokens:             id.tokens,
 		AccountGuesses:     limiter("guess:", guesses, guessesWindow),
 		AccountGuessesFrom: limiter("guessfrom:", guessesFrom, guessesFromWindow),
+		FailuresFrom:       limiter("failfrom:", failuresFrom, failuresFromWindow),
 	})
 	if err != nil {
 		id.Close()
