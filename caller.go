@@ -27,10 +27,21 @@ func PermissionFor(resource string, action Action) Permission {
 	return Permission(resource + ":" + string(action))
 }
 
+// MetricsRead is the permission to read the server's metrics (GET /metrics
+// on the main listener), which names no resource.
+const MetricsRead Permission = "metrics:read"
+
+// operational are the permissions that name no resource.
+var operational = []Permission{MetricsRead}
+
 // Valid reports whether p names a declared resource and an action, either of
 // which may be the wildcard "*" ("*:read" reads everything, "*:*" is
-// everything).
+// everything), or is one of the permissions that name no resource
+// (MetricsRead).
 func (p Permission) Valid() bool {
+	if slices.Contains(operational, p) {
+		return true
+	}
 	res, act, ok := strings.Cut(string(p), ":")
 	return ok && (res == "*" || slices.Contains(ResourceNames(), res)) &&
 		(act == "*" || slices.Contains(Actions, Action(act)))

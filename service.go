@@ -748,3 +748,20 @@ func (s *Service) Authorize(ctx context.Context, c *Caller, res *Resource, op Op
 	}
 	return nil
 }
+
+// Permit returns nil when c holds p (an admin holds every permission), such
+// as MetricsRead, a permission on something other than a resource;
+// CodeUnauthenticated without a caller, else CodeForbidden.
+func (s *Service) Permit(ctx context.Context, c *Caller, p Permission) error {
+	c, err := current(ctx, c)
+	if err != nil {
+		return err
+	}
+	if c == nil {
+		return errUnauthenticated
+	}
+	if !c.Can(p) && !c.IsAdmin() {
+		return Errorf(CodeForbidden, "Permission denied: %s", p)
+	}
+	return nil
+}

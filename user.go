@@ -135,7 +135,7 @@ func checkPermissions(v any) string {
 	}
 	for _, p := range list {
 		if !Permission(p).Valid() {
-			return "must be a list of <resource>:<action> permissions, with action read, write or delete"
+			return "must be a list of <resource>:<action> permissions, with action read, write or delete, or metrics:read"
 		}
 	}
 	return ""

@@ -371,6 +371,8 @@ type verifiedCache struct {
 	now   resourceapi.Clock
 	mu    sync.Mutex
 	items map[[32]byte]verified
+	// hits and misses count lookups, under mu.
+	hits, misses uint64
 }
 
 type verified struct {
@@ -407,8 +409,10 @@ func (c *verifiedCache) get(k [32]byte) (int64, string, bool) {
 	v, ok := c.items[k]
 	if !ok || !c.now().Before(v.until) {
 		delete(c.items, k)
+		c.misses++
 		return 0, "", false
 	}
+	c.hits++
 	return v.userID, v.hash, true
 }
 
@@ -455,9 +459,10 @@ func (c *verifiedCache) forget(k [32]byte) {
 // when full, expired entries go, then arbitrary ones (a dropped entry costs
 // one more verification).
 type tokenCache struct {
-	mu    sync.Mutex
-	max   int
-	items map[string]resourceapi.Claims
+	mu           sync.Mutex
+	hits, misses uint64 // lookups, under mu
+	max          int
+	items        map[string]resourceapi.Claims
 }
 
 func (c *tokenCache) get(token string, now time.Time) (resourceapi.Claims, bool) {
@@ -466,9 +471,14 @@ func (c *tokenCache) get(token string, now time.Time) (resourceapi.Claims, bool)
 	cl, ok := c.items[token]
 	if ok && !now.Before(cl.ExpiresAt) {
 		delete(c.items, token)
+		ok = false
+	}
+	if !ok {
+		c.misses++
 		return resourceapi.Claims{}, false
 	}
-	return cl, ok
+	c.hits++
+	return cl, true
 }
 
 func (c *tokenCache) put(token string, cl resourceapi.Claims) {
@@ -486,4 +496,22 @@ func (c *tokenCache) put(token string, cl resourceapi.Claims) {
 		}
 	}
 	c.items[token] = cl
+}
+
+// Caches returns the lookups of the authenticator's caches: verified
+// passwords ("passwords", HTTP Basic) and verified access tokens
+// ("tokens").
+func (a *Authenticator) Caches() []resourceapi.CacheStats {
+	var out []resourceapi.CacheStats
+	if c := a.verified; c != nil {
+		c.mu.Lock()
+		out = append(out, resourceapi.CacheStats{Name: "passwords", Hits: c.hits, Misses: c.misses})
+		c.mu.Unlock()
+	}
+	if c := a.verifiedTokens; c != nil {
+		c.mu.Lock()
+		out = append(out, resourceapi.CacheStats{Name: "tokens", Hits: c.hits, Misses: c.misses})
+		c.mu.Unlock()
+	}
+	return out
 }

@@ -120,6 +120,11 @@ type Options struct {
 	UsersCacheBytes int
 	// WebSocket holds the limits of subscription connections.
 	WebSocket WebSocketOptions
+	// Observe, when set, is told of every operation once (package
+	// metrics): its type (query, mutation, subscription, or unknown for a
+	// document that did not parse), the code of its first error ("" for
+	// none), and how long it took to its first response.
+	Observe func(operation, code string, elapsed time.Duration)
 }
 
 // WebSocketOptions holds the limits of subscription connections; zero values
@@ -176,6 +181,8 @@ type Handler struct {
 	converted atomic.Pointer[sharedEvent]
 	// pace is what Ready waits for (pace.go).
 	pace pace
+	// subscriptions counts the subscriptions open on every connection.
+	subscriptions atomic.Int64
 }
 
 //go:embed schema/*.graphqls
@@ -222,6 +229,9 @@ func New(cfg Options) *Handler {
 	srv.Use(introspectionLimit{max: cfg.MaxIntrospection, schema: es.Schema()})
 	// What each response reads and holds is bounded as it runs (budget.go).
 	srv.AroundResponses(h.aroundResponse)
+	if cfg.Observe != nil {
+		srv.Use(observer{observe: cfg.Observe})
+	}
 	srv.AroundFields(h.aroundField)
 	h.exec = srv
 	return h

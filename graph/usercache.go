@@ -45,10 +45,11 @@ type usersCache struct {
 	maxBytes int
 	now      func() time.Time
 
-	mu    sync.Mutex
-	items map[[32]byte]*list.Element
-	lru   list.List // front: most recently used
-	bytes int
+	mu           sync.Mutex
+	hits, misses uint64 // lookups, under mu
+	items        map[[32]byte]*list.Element
+	lru          list.List // front: most recently used
+	bytes        int
 }
 
 type usersEntry struct {
@@ -157,13 +158,16 @@ func (c *usersCache) get(k [32]byte) ([]byte, bool) {
 	defer c.mu.Unlock()
 	el := c.items[k]
 	if el == nil {
+		c.misses++
 		return nil, false
 	}
 	e := el.Value.(*usersEntry)
 	if e.version != v || !c.now().Before(e.expires) {
 		c.remove(el)
+		c.misses++
 		return nil, false
 	}
+	c.hits++
 	c.lru.MoveToFront(el)
 	return e.body, true
 }

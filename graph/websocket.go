@@ -931,12 +931,14 @@ func (c *wsConn) acquire() (release func(), err error) {
 			Message: "Too many subscriptions on this connection; close one first"}
 	}
 	c.counted++
+	c.h.subscriptions.Add(1)
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			c.mu.Lock()
 			c.counted--
 			c.mu.Unlock()
+			c.h.subscriptions.Add(-1)
 		})
 	}, nil
 }
@@ -1215,6 +1217,10 @@ func (h *Handler) Connections() (open, addresses, users int) {
 	}
 	return len(h.conns.conns), addresses, users
 }
+
+// Subscriptions returns how many subscriptions are open, on every
+// connection: for metrics.
+func (h *Handler) Subscriptions() int { return int(h.subscriptions.Load()) }
 
 // Shutdown closes every subscription connection (1000, "terminated") and
 // refuses new ones: for http.Server.RegisterOnShutdown, as net/http does

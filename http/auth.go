@@ -26,12 +26,14 @@ func (s *Server) identify(r *http.Request) {
 	info.identified = true
 	if q := r.URL.RawQuery; q != "" && credentialInQuery(q) {
 		info.authErr = errCredentialInURL
+		s.authFailed(resourceapi.SchemeNone)
 		return
 	}
 	h := r.Header
 	cred, err := ParseCredential(h["X-Api-Key"], h["Authorization"])
 	if err != nil {
 		info.authErr = err
+		s.authFailed(resourceapi.SchemeNone)
 		return
 	}
 	if cred.Scheme == resourceapi.SchemeNone {
@@ -40,6 +42,16 @@ func (s *Server) identify(r *http.Request) {
 	}
 	cred.Client = s.clientIP(r).String()
 	info.caller, info.authErr = s.service.Authenticate(r.Context(), cred)
+	if info.authErr != nil && resourceapi.ErrorCode(info.authErr) != resourceapi.CodeUnavailable {
+		s.authFailed(cred.Scheme)
+	}
+}
+
+// authFailed tells the observer of a refused credential.
+func (s *Server) authFailed(scheme resourceapi.Scheme) {
+	if s.observer != nil {
+		s.observer.AuthFailed(schemeLabel(scheme))
+	}
 }
 
 // benchAnonymous is the caller of a request without a credential: nil, so

@@ -24,8 +24,13 @@ var methodOrder = []string{
 // always has one.
 func (s *Server) routeErrors(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rw := &infoFrom(r).route
+		info := infoFrom(r)
+		rw := &info.route
 		*rw = routeWriter{ResponseWriter: w, s: s, r: r}
+		// The router sets r.Pattern on this request as it chooses; the
+		// route is kept for observe, even when the handler panics.
+		info.routed = true
+		defer func() { info.pattern = r.Pattern }()
 		mux.ServeHTTP(rw, r)
 	})
 }

@@ -153,6 +153,8 @@ func (g *docGen) document(rs []route) *oaDocument {
 			g.openAPIRoute(&doc.Paths, rt)
 		case kindDocs, kindDocsFile:
 			g.docsRoute(&doc.Paths, rt)
+		case kindMetrics:
+			g.metricsRoute(&doc.Paths, rt)
 		case kindOAuth:
 			if rt.method == "" { // the subtree; the metadata route follows
 				g.oauthRoutes(&doc.Paths)
@@ -1342,7 +1344,7 @@ func (g *docGen) errors(op *oaOperation, statuses ...int) {
 }
 
 // rootStatuses are the errors of paths outside /api.
-var rootStatuses = []int{404, 405, 429, 500, 503}
+var rootStatuses = []int{400, 401, 403, 404, 405, 429, 500, 503}
 
 // rootErrors adds references to the errors of a path outside /api: version
 // 1 only, no API-Version.

@@ -12,7 +12,8 @@ import (
 	"github.com/resourceapi/resourceapi"
 )
 
-// rateLimit counts every request under /api, /graphql and /oauth against a
+// rateLimit counts every request under /api, /graphql, /oauth and /metrics
+// (which takes credentials too) against a
 // budget: the caller's (by user id) when the request carries a valid
 // credential, else its client address's. Requests with a bad credential
 // count against their address too, so guessing keys or passwords spends a
@@ -78,6 +79,9 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 		h["X-Ratelimit-Remaining"] = []string{strconv.Itoa(max(d.Remaining, 0))}
 		h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(ceilUnix(d), 10)}
 		if !d.Allowed {
+			if s.observer != nil {
+				s.observer.RateLimited()
+			}
 			s.writeError(w, r, &resourceapi.Error{Code: resourceapi.CodeRateLimited, RetryAfter: d.RetryAfter,
 				Message: "Too many requests; retry after the time in Retry-After"})
 			return
@@ -149,9 +153,9 @@ func ceilUnix(d resourceapi.RateDecision) int64 {
 }
 
 // limitedPrefix returns the limited prefix path falls under ("/api",
-// "/graphql" or "/oauth"), or "".
+// "/graphql", "/oauth" or "/metrics"), or "".
 func limitedPrefix(path string) string {
-	for _, p := range [...]string{"/api", "/graphql", "/oauth"} {
+	for _, p := range [...]string{"/api", "/graphql", "/oauth", "/metrics"} {
 		if rest, ok := strings.CutPrefix(path, p); ok && (rest == "" || rest[0] == '/') {
 			return p
 		}

@@ -26,6 +26,11 @@ type requestInfo struct {
 	caller     *resourceapi.Caller
 	authErr    error
 
+	// The router's choice, for observe: routed once the request reached
+	// the router, and the ServeMux pattern that served it ("" for none).
+	routed  bool
+	pattern string
+
 	// The writers that wrap every response live here, so that they come
 	// with this one allocation instead of one each.
 	status statusWriter

@@ -32,6 +32,9 @@ func (s *Server) routesOf(resources []*resourceapi.Resource) []route {
 		{method: "GET", path: "/docs", kind: kindDocs, handler: s.docsPage()},
 		{method: "GET", path: "/docs/{file}", kind: kindDocsFile, handler: s.docsPage()},
 	}
+	if s.metrics != nil {
+		rs = append(rs, route{method: "GET", path: "/metrics", kind: kindMetrics, handler: s.api(s.metricsPage())})
+	}
 	if s.oauth != nil {
 		// The authorization server routes its own paths (package oauth).
 		rs = append(rs,
@@ -117,6 +120,7 @@ const (
 	kindOAuth
 	kindGraphQL
 	kindSessions
+	kindMetrics
 )
 
 // mux registers the routes on a ServeMux, behind routeErrors.
@@ -125,6 +129,7 @@ func (s *Server) mux(rs []route) http.Handler {
 	for _, rt := range rs {
 		mux.Handle(rt.pattern(), rt.handler)
 	}
+	s.serveMux = mux
 	return s.routeErrors(mux)
 }
 

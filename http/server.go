@@ -54,6 +54,12 @@ type Config struct {
 	AccessLog *slog.Logger
 	// MaxBodyBytes bounds request bodies; default DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// Observer, when set, is told of every request, rate-limit refusal and
+	// refused credential (package metrics).
+	Observer Observer
+	// Metrics, when set, is served at GET /metrics to an admin or a caller
+	// granted metrics:read (package metrics's handler).
+	Metrics http.Handler
 }
 
 // Server is the REST API over one store. Its Handler is safe for concurrent
@@ -70,9 +76,14 @@ type Server struct {
 	corsOrigins    []string
 	accessLog      *slog.Logger
 	maxBody        int64
+	observer       Observer
+	metrics        http.Handler
 
 	ids     *idGenerator
 	handler http.Handler
+	// serveMux is the router, which observe asks for the route of a request
+	// answered before it.
+	serveMux *http.ServeMux
 	// table is the route list the handler serves, and openapi the document
 	// generated from it.
 	table   []route
@@ -97,6 +108,8 @@ func NewServer(cfg Config) *Server {
 		corsOrigins:    cfg.CORSOrigins,
 		accessLog:      cfg.AccessLog,
 		maxBody:        cfg.MaxBodyBytes,
+		observer:       cfg.Observer,
+		metrics:        cfg.Metrics,
 		ids:            newIDGenerator(),
 	}
 	if s.logger == nil {
@@ -128,6 +141,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 //
 //   - requestID, so that everything after it, even a panic, can name the
 //     request;
+//   - observe (with an Observer), which measures every request as answered;
 //   - logAccess, which sees the final status, the 500 of a panic included;
 //   - recoverPanics, which can then still answer with CORS and API-Version
 //     headers, set before the panic, and in the negotiated error format;
@@ -148,6 +162,9 @@ func (s *Server) middleware(h http.Handler) http.Handler {
 	h = s.recoverPanics(h)
 	if s.accessLog != nil {
 		h = s.logAccess(h)
+	}
+	if s.observer != nil {
+		h = s.observe(h)
 	}
 	return s.requestID(h)
 }

@@ -31,6 +31,8 @@ type accountCache struct {
 	// saw: an account read at an older one has changed, so it is read
 	// again rather than served and refused by its request's check.
 	latest atomic.Int64
+	// hits and misses count lookups, for metrics.
+	hits, misses atomic.Uint64
 }
 
 func newAccountCache() *accountCache {
@@ -46,9 +48,11 @@ func (c *accountCache) account(ctx context.Context, key string, read func() (res
 		acct, ok := c.items[key]
 		c.mu.RUnlock()
 		if ok && acct.Version >= c.latest.Load() {
+			c.hits.Add(1)
 			acct.Cached = true
 			return acct, nil
 		}
+		c.misses.Add(1)
 	}
 	acct, err := read()
 	if err != nil {

@@ -40,6 +40,8 @@ type cache struct {
 	maxBytes    int64
 	maxEntry    int64 // larger entries are not stored
 	mu          sync.Mutex
+	hits        uint64 // lookups answered, under mu
+	misses      uint64 // and not
 	foreignSeen uint64
 	global      uint64 // the epoch of every entry
 	resources   map[*resourceapi.Resource]*resourceEpochs
@@ -141,6 +143,7 @@ func (c *cache) lookup(k cacheKey) (*entry, fill) {
 	f := fill{epochs: ep, writes: ep.writes, global: c.global}
 	e := c.entries[k]
 	if e == nil {
+		c.misses++
 		return nil, f
 	}
 	epoch := ep.records
@@ -149,8 +152,10 @@ func (c *cache) lookup(k cacheKey) (*entry, fill) {
 	}
 	if e.global != c.global || e.epoch != epoch {
 		c.remove(e)
+		c.misses++
 		return nil, f
 	}
+	c.hits++
 	c.unlink(e)
 	c.pushFront(e)
 	return e, f

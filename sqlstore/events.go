@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/resourceapi/resourceapi"
@@ -130,10 +131,13 @@ const markEvery = time.Second
 // the last event it published, and the last one marked published in the
 // database.
 type serialOutbox struct {
-	mu       sync.Mutex
-	last     int64
-	marked   int64
-	markedAt time.Time
+	mu   sync.Mutex
+	last int64
+	// published is last, for OutboxState, which must not wait for mu
+	// while a batch is being published.
+	published atomic.Int64
+	marked    int64
+	markedAt  time.Time
 }
 
 // readAndPublish publishes the events of a database that one process
@@ -167,6 +171,7 @@ func (s *Store) readAndPublish(ctx context.Context, limit int, publish func(cont
 			return 0, publishError{err}
 		}
 		s.serial.last = events[len(events)-1].ID
+		s.serial.published.Store(s.serial.last)
 	}
 	if time.Since(s.serial.markedAt) >= markEvery {
 		if err := s.markSerial(ctx, nil); err != nil {

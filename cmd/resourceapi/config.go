@@ -53,6 +53,9 @@ type config struct {
 	EventsStream       string        // RESOURCEAPI_EVENTS_STREAM: the Redis stream's key
 	EventsStreamLength int64         // RESOURCEAPI_EVENTS_STREAM_LENGTH: about how many events the Redis stream keeps
 
+	Metrics     bool   // RESOURCEAPI_METRICS: on or off; whether to measure the server (GET /metrics)
+	MetricsAddr string // RESOURCEAPI_METRICS_ADDR: a listener serving /metrics without a credential, for a private network
+
 	WSMaxPerUser int // RESOURCEAPI_WS_MAX_PER_USER: subscription connections one user may hold on an instance; 0: no cap
 	WSMaxPerAddr int // RESOURCEAPI_WS_MAX_PER_ADDR: subscription connections from one client address on an instance; 0: no cap
 }
@@ -76,6 +79,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		RateWindow:      time.Minute,
 
 		EventsRelay:        true,
+		Metrics:            true,
 		EventsPoll:         relay.DefaultPoll,
 		EventsRetention:    relay.DefaultRetention,
 		EventsStream:       redis.DefaultStream,
@@ -226,6 +230,20 @@ func loadConfig(getenv func(string) string) (config, error) {
 		cfg.EventsRetention = d
 	}
 	str("RESOURCEAPI_EVENTS_STREAM", &cfg.EventsStream)
+	if v := strings.TrimSpace(getenv("RESOURCEAPI_METRICS")); v != "" {
+		switch strings.ToLower(v) {
+		case "on", "true", "1":
+			cfg.Metrics = true
+		case "off", "false", "0":
+			cfg.Metrics = false
+		default:
+			errs = append(errs, "RESOURCEAPI_METRICS must be on or off")
+		}
+	}
+	str("RESOURCEAPI_METRICS_ADDR", &cfg.MetricsAddr)
+	if cfg.MetricsAddr != "" && !cfg.Metrics {
+		errs = append(errs, "RESOURCEAPI_METRICS_ADDR is set while RESOURCEAPI_METRICS is off")
+	}
 	if v := getenv("RESOURCEAPI_EVENTS_STREAM_LENGTH"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 100 {

@@ -22,6 +22,7 @@ type events struct {
 	stopRelay context.CancelFunc
 	relayDone chan struct{}
 	follower  *redis.Follower // nil without Redis
+	relay     *relay.Relay    // nil when the relay is off
 }
 
 // startEvents starts the event engine the configuration calls for:
@@ -54,6 +55,7 @@ func startEvents(ctx context.Context, cfg config, outbox resourceapi.Outbox, rdb
 		relay := relay.New(outbox, publisher, relay.Config{
 			Poll: cfg.EventsPoll, Retention: cfg.EventsRetention, Logger: log,
 		})
+		ev.relay = relay
 		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		ev.stopRelay, ev.relayDone = cancel, make(chan struct{})
 		go func() {

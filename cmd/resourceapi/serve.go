@@ -16,6 +16,7 @@ import (
 	"github.com/resourceapi/resourceapi/argon2id"
 	"github.com/resourceapi/resourceapi/graph"
 	"github.com/resourceapi/resourceapi/http"
+	"github.com/resourceapi/resourceapi/metrics"
 	"github.com/resourceapi/resourceapi/oauth"
 	"github.com/resourceapi/resourceapi/postgres"
 	"github.com/resourceapi/resourceapi/sqlite"
@@ -139,6 +140,13 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		return fmt.Errorf("listen on %s (RESOURCEAPI_ADDR): %w", cfg.Addr, err)
 	}
 	defer ln.Close()
+	metricsLn, err := listenMetrics(cfg)
+	if err != nil {
+		return err
+	}
+	if metricsLn != nil {
+		defer metricsLn.Close()
+	}
 	db, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -195,6 +203,15 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		},
 		RefreshReuseGrace: cfg.RefreshGrace,
 	})
+	// The measurements, when on, are taken by the transports' hooks.
+	var m *metrics.Metrics
+	var observeOperation func(string, string, time.Duration)
+	var observer http.Observer
+	var metricsPage nethttp.Handler
+	if cfg.Metrics {
+		m = metrics.New()
+		observeOperation, observer, metricsPage = m.Operation, m, m.Handler()
+	}
 	gql := graph.New(graph.Options{
 		Service:         service,
 		ParseCredential: http.ParseCredential,
@@ -214,7 +231,11 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 
 		MaxResponseBytes: cfg.GraphQLMaxResponseBytes,
 		MaxRecords:       cfg.GraphQLMaxRecords,
+		Observe:          observeOperation,
 	})
+	if m != nil {
+		watchMetrics(m, db, id, ev, gql)
+	}
 	// The relay and the Redis stream's follower hand the hub a batch only
 	// once the subscription connections can take it.
 	ev.hub.SetPacer(gql.Ready)
@@ -228,6 +249,8 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		AccessLog:      accessLog,
 		Vendor:         cfg.Vendor,
 		CORSOrigins:    cfg.CORSOrigins,
+		Observer:       observer,
+		Metrics:        metricsPage,
 	})
 	// Long-lived requests (subscriptions) watch baseCtx: it ends after the
 	// graceful shutdown has let ordinary requests finish.
@@ -253,6 +276,12 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	if metricsLn != nil {
+		msrv := metricsServer(m, log)
+		go msrv.Serve(metricsLn) //nolint:errcheck // ends with Close below
+		defer msrv.Close()
+		log.Info("metrics listening", "addr", metricsLn.Addr().String())
+	}
 	select {
 	case err := <-served:
 		return fmt.Errorf("serve: %w", err)

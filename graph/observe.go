@@ -1,0 +1,94 @@
+package graph
+
+import (
+	"context"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+
+	"github.com/resourceapi/resourceapi"
+)
+
+// observer reports each operation to Options.Observe once: a query or a
+// mutation at its response, a subscription at its first (the result of
+// subscribing, or its refusal), and a document refused before it ran
+// (unparsable, invalid, too costly) as it is refused.
+type observer struct {
+	observe func(operation, code string, elapsed time.Duration)
+}
+
+var (
+	_ graphql.HandlerExtension     = observer{}
+	_ graphql.OperationInterceptor = observer{}
+	_ graphql.ResponseInterceptor  = observer{}
+)
+
+func (observer) ExtensionName() string                   { return "observer" }
+func (observer) Validate(graphql.ExecutableSchema) error { return nil }
+func (o observer) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+	start := time.Now()
+	operation := "unknown"
+	if op := graphql.GetOperationContext(ctx).Operation; op != nil {
+		operation = string(op.Operation)
+	}
+	responses := next(context.WithValue(ctx, dispatchedKey{}, true))
+	first := true
+	return func(ctx context.Context) *graphql.Response {
+		resp := responses(ctx)
+		if first {
+			first = false
+			o.observe(operation, firstCode(resp), time.Since(start))
+		}
+		return resp
+	}
+}
+
+// InterceptResponse reports the responses of documents that were never
+// dispatched as operations: refused before they ran.
+func (o observer) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	resp := next(ctx)
+	if ctx.Value(dispatchedKey{}) == nil {
+		operation := "unknown"
+		var start time.Time
+		if graphql.HasOperationContext(ctx) {
+			oc := graphql.GetOperationContext(ctx)
+			if oc.Operation != nil {
+				operation = string(oc.Operation.Operation)
+			}
+			start = oc.Stats.OperationStart
+		}
+		elapsed := time.Duration(0)
+		if !start.IsZero() {
+			elapsed = time.Since(start)
+		}
+		o.observe(operation, firstCode(resp), elapsed)
+	}
+	return resp
+}
+
+// dispatchedKey marks the context of an operation that InterceptOperation
+// reports.
+type dispatchedKey struct{}
+
+// firstCode is the code of a response's first error, "" without one.
+func firstCode(resp *graphql.Response) string {
+	if resp == nil || len(resp.Errors) == 0 {
+		return ""
+	}
+	if code, ok := resp.Errors[0].Extensions["code"].(string); ok {
+		return code
+	}
+	return "INTERNAL"
+}
+
+// Caches returns the lookups of the handler's caches: responses of users
+// ("graphql_users", SQLite only).
+func (h *Handler) Caches() []resourceapi.CacheStats {
+	c := h.users
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return []resourceapi.CacheStats{{Name: "graphql_users", Hits: c.hits, Misses: c.misses}}
+}
