@@ -25,7 +25,9 @@ func watchMetrics(m *metrics.Metrics, db store, id *identity, ev *events, gql *g
 		m.Outbox(o)
 	}
 	sources := []func() []resourceapi.CacheStats{id.auth.Caches, gql.Caches}
-	if c, ok := db.(interface{ Caches() []resourceapi.CacheStats }); ok {
+	if c, ok := db.(interface {
+		Caches() []resourceapi.CacheStats
+	}); ok {
 		sources = append(sources, c.Caches)
 	}
 	m.Caches(sources...)
