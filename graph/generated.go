@@ -268,8 +268,33 @@ type ComplexityRoot struct {
 	}
 
 	Subscription struct {
-		PostCreated func(childComplexity int) int
-		UserCreated func(childComplexity int) int
+		APIKeyCreated      func(childComplexity int) int
+		APIKeyDeleted      func(childComplexity int) int
+		APIKeyUpdated      func(childComplexity int) int
+		ArticleCreated     func(childComplexity int) int
+		ArticleDeleted     func(childComplexity int) int
+		ArticleUpdated     func(childComplexity int) int
+		CommentCreated     func(childComplexity int) int
+		CommentDeleted     func(childComplexity int) int
+		CommentUpdated     func(childComplexity int) int
+		OauthClientCreated func(childComplexity int) int
+		OauthClientDeleted func(childComplexity int) int
+		OauthClientUpdated func(childComplexity int) int
+		OrderCreated       func(childComplexity int) int
+		OrderDeleted       func(childComplexity int) int
+		OrderUpdated       func(childComplexity int) int
+		PostCreated        func(childComplexity int) int
+		PostDeleted        func(childComplexity int) int
+		PostUpdated        func(childComplexity int) int
+		ProductCreated     func(childComplexity int) int
+		ProductDeleted     func(childComplexity int) int
+		ProductUpdated     func(childComplexity int) int
+		ReviewCreated      func(childComplexity int) int
+		ReviewDeleted      func(childComplexity int) int
+		ReviewUpdated      func(childComplexity int) int
+		UserCreated        func(childComplexity int) int
+		UserDeleted        func(childComplexity int) int
+		UserUpdated        func(childComplexity int) int
 	}
 
 	User struct {
@@ -378,6 +403,31 @@ type ReviewResolver interface {
 type SubscriptionResolver interface {
 	UserCreated(ctx context.Context) (<-chan *User, error)
 	PostCreated(ctx context.Context) (<-chan *Post, error)
+	UserUpdated(ctx context.Context) (<-chan *User, error)
+	UserDeleted(ctx context.Context) (<-chan *User, error)
+	PostUpdated(ctx context.Context) (<-chan *Post, error)
+	PostDeleted(ctx context.Context) (<-chan *Post, error)
+	ProductCreated(ctx context.Context) (<-chan map[string]any, error)
+	ProductUpdated(ctx context.Context) (<-chan map[string]any, error)
+	ProductDeleted(ctx context.Context) (<-chan map[string]any, error)
+	ReviewCreated(ctx context.Context) (<-chan map[string]any, error)
+	ReviewUpdated(ctx context.Context) (<-chan map[string]any, error)
+	ReviewDeleted(ctx context.Context) (<-chan map[string]any, error)
+	OrderCreated(ctx context.Context) (<-chan map[string]any, error)
+	OrderUpdated(ctx context.Context) (<-chan map[string]any, error)
+	OrderDeleted(ctx context.Context) (<-chan map[string]any, error)
+	ArticleCreated(ctx context.Context) (<-chan map[string]any, error)
+	ArticleUpdated(ctx context.Context) (<-chan map[string]any, error)
+	ArticleDeleted(ctx context.Context) (<-chan map[string]any, error)
+	CommentCreated(ctx context.Context) (<-chan map[string]any, error)
+	CommentUpdated(ctx context.Context) (<-chan map[string]any, error)
+	CommentDeleted(ctx context.Context) (<-chan map[string]any, error)
+	APIKeyCreated(ctx context.Context) (<-chan map[string]any, error)
+	APIKeyUpdated(ctx context.Context) (<-chan map[string]any, error)
+	APIKeyDeleted(ctx context.Context) (<-chan map[string]any, error)
+	OauthClientCreated(ctx context.Context) (<-chan map[string]any, error)
+	OauthClientUpdated(ctx context.Context) (<-chan map[string]any, error)
+	OauthClientDeleted(ctx context.Context) (<-chan map[string]any, error)
 }
 type UserResolver interface {
 	Posts(ctx context.Context, obj *User, limit *int, offset *int) ([]*Post, error)
@@ -1636,18 +1686,168 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ReviewPage.TotalPages(childComplexity), true
 
+	case "Subscription.apiKeyCreated":
+		if e.ComplexityRoot.Subscription.APIKeyCreated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.APIKeyCreated(childComplexity), true
+	case "Subscription.apiKeyDeleted":
+		if e.ComplexityRoot.Subscription.APIKeyDeleted == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.APIKeyDeleted(childComplexity), true
+	case "Subscription.apiKeyUpdated":
+		if e.ComplexityRoot.Subscription.APIKeyUpdated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.APIKeyUpdated(childComplexity), true
+	case "Subscription.articleCreated":
+		if e.ComplexityRoot.Subscription.ArticleCreated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.ArticleCreated(childComplexity), true
+	case "Subscription.articleDeleted":
+		if e.ComplexityRoot.Subscription.ArticleDeleted == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.ArticleDeleted(childComplexity), true
+	case "Subscription.articleUpdated":
+		if e.ComplexityRoot.Subscription.ArticleUpdated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.ArticleUpdated(childComplexity), true
+	case "Subscription.commentCreated":
+		if e.ComplexityRoot.Subscription.CommentCreated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.CommentCreated(childComplexity), true
+	case "Subscription.commentDeleted":
+		if e.ComplexityRoot.Subscription.CommentDeleted == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.CommentDeleted(childComplexity), true
+	case "Subscription.commentUpdated":
+		if e.ComplexityRoot.Subscription.CommentUpdated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.CommentUpdated(childComplexity), true
+	case "Subscription.oauthClientCreated":
+		if e.ComplexityRoot.Subscription.OauthClientCreated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.OauthClientCreated(childComplexity), true
+	case "Subscription.oauthClientDeleted":
+		if e.ComplexityRoot.Subscription.OauthClientDeleted == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.OauthClientDeleted(childComplexity), true
+	case "Subscription.oauthClientUpdated":
+		if e.ComplexityRoot.Subscription.OauthClientUpdated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.OauthClientUpdated(childComplexity), true
+	case "Subscription.orderCreated":
+		if e.ComplexityRoot.Subscription.OrderCreated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.OrderCreated(childComplexity), true
+	case "Subscription.orderDeleted":
+		if e.ComplexityRoot.Subscription.OrderDeleted == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.OrderDeleted(childComplexity), true
+	case "Subscription.orderUpdated":
+		if e.ComplexityRoot.Subscription.OrderUpdated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.OrderUpdated(childComplexity), true
 	case "Subscription.postCreated":
 		if e.ComplexityRoot.Subscription.PostCreated == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Subscription.PostCreated(childComplexity), true
+	case "Subscription.postDeleted":
+		if e.ComplexityRoot.Subscription.PostDeleted == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.PostDeleted(childComplexity), true
+	case "Subscription.postUpdated":
+		if e.ComplexityRoot.Subscription.PostUpdated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.PostUpdated(childComplexity), true
+	case "Subscription.productCreated":
+		if e.ComplexityRoot.Subscription.ProductCreated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.ProductCreated(childComplexity), true
+	case "Subscription.productDeleted":
+		if e.ComplexityRoot.Subscription.ProductDeleted == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.ProductDeleted(childComplexity), true
+	case "Subscription.productUpdated":
+		if e.ComplexityRoot.Subscription.ProductUpdated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.ProductUpdated(childComplexity), true
+	case "Subscription.reviewCreated":
+		if e.ComplexityRoot.Subscription.ReviewCreated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.ReviewCreated(childComplexity), true
+	case "Subscription.reviewDeleted":
+		if e.ComplexityRoot.Subscription.ReviewDeleted == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.ReviewDeleted(childComplexity), true
+	case "Subscription.reviewUpdated":
+		if e.ComplexityRoot.Subscription.ReviewUpdated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.ReviewUpdated(childComplexity), true
 	case "Subscription.userCreated":
 		if e.ComplexityRoot.Subscription.UserCreated == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Subscription.UserCreated(childComplexity), true
+	case "Subscription.userDeleted":
+		if e.ComplexityRoot.Subscription.UserDeleted == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.UserDeleted(childComplexity), true
+	case "Subscription.userUpdated":
+		if e.ComplexityRoot.Subscription.UserUpdated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.UserUpdated(childComplexity), true
 
 	case "User.apiKeys":
 		if e.ComplexityRoot.User.APIKeys == nil {
@@ -9722,6 +9922,806 @@ func (ec *executionContext) fieldContext_Subscription_postCreated(_ context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _Subscription_userUpdated(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_userUpdated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().UserUpdated(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *User) graphql.Marshaler {
+			return ec.marshalOUser2ᚖgithubᚗcomᚋresourceapiᚋresourceapiᚋgraphᚐUser(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_userUpdated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_userDeleted(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_userDeleted(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().UserDeleted(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *User) graphql.Marshaler {
+			return ec.marshalOUser2ᚖgithubᚗcomᚋresourceapiᚋresourceapiᚋgraphᚐUser(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_userDeleted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_postUpdated(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_postUpdated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().PostUpdated(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *Post) graphql.Marshaler {
+			return ec.marshalOPost2ᚖgithubᚗcomᚋresourceapiᚋresourceapiᚋgraphᚐPost(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_postUpdated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Post(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_postDeleted(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_postDeleted(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().PostDeleted(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *Post) graphql.Marshaler {
+			return ec.marshalOPost2ᚖgithubᚗcomᚋresourceapiᚋresourceapiᚋgraphᚐPost(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_postDeleted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Post(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_productCreated(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_productCreated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().ProductCreated(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalOProduct2map(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_productCreated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Product(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_productUpdated(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_productUpdated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().ProductUpdated(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalOProduct2map(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_productUpdated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Product(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_productDeleted(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_productDeleted(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().ProductDeleted(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalOProduct2map(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_productDeleted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Product(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_reviewCreated(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_reviewCreated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().ReviewCreated(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalOReview2map(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_reviewCreated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Review(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_reviewUpdated(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_reviewUpdated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().ReviewUpdated(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalOReview2map(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_reviewUpdated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Review(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_reviewDeleted(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_reviewDeleted(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().ReviewDeleted(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalOReview2map(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_reviewDeleted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Review(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_orderCreated(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_orderCreated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().OrderCreated(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalOOrder2map(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_orderCreated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Order(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_orderUpdated(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_orderUpdated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().OrderUpdated(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalOOrder2map(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_orderUpdated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Order(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_orderDeleted(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_orderDeleted(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().OrderDeleted(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalOOrder2map(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_orderDeleted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Order(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_articleCreated(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_articleCreated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().ArticleCreated(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalOArticle2map(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_articleCreated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Article(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_articleUpdated(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_articleUpdated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().ArticleUpdated(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalOArticle2map(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_articleUpdated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Article(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_articleDeleted(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_articleDeleted(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().ArticleDeleted(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalOArticle2map(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_articleDeleted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Article(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_commentCreated(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_commentCreated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().CommentCreated(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalOComment2map(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_commentCreated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Comment(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_commentUpdated(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_commentUpdated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().CommentUpdated(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalOComment2map(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_commentUpdated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Comment(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_commentDeleted(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_commentDeleted(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().CommentDeleted(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalOComment2map(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_commentDeleted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Comment(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_apiKeyCreated(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_apiKeyCreated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().APIKeyCreated(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalOAPIKey2map(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_apiKeyCreated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_APIKey(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_apiKeyUpdated(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_apiKeyUpdated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().APIKeyUpdated(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalOAPIKey2map(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_apiKeyUpdated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_APIKey(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_apiKeyDeleted(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_apiKeyDeleted(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().APIKeyDeleted(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalOAPIKey2map(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_apiKeyDeleted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_APIKey(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_oauthClientCreated(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_oauthClientCreated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().OauthClientCreated(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalOOAuthClient2map(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_oauthClientCreated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_OAuthClient(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_oauthClientUpdated(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_oauthClientUpdated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().OauthClientUpdated(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalOOAuthClient2map(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_oauthClientUpdated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_OAuthClient(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_oauthClientDeleted(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_oauthClientDeleted(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().OauthClientDeleted(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalOOAuthClient2map(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_oauthClientDeleted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_OAuthClient(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _User_id(ctx context.Context, field graphql.CollectedField, obj *User) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -13904,6 +14904,56 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 		return ec._Subscription_userCreated(ctx, fields[0])
 	case "postCreated":
 		return ec._Subscription_postCreated(ctx, fields[0])
+	case "userUpdated":
+		return ec._Subscription_userUpdated(ctx, fields[0])
+	case "userDeleted":
+		return ec._Subscription_userDeleted(ctx, fields[0])
+	case "postUpdated":
+		return ec._Subscription_postUpdated(ctx, fields[0])
+	case "postDeleted":
+		return ec._Subscription_postDeleted(ctx, fields[0])
+	case "productCreated":
+		return ec._Subscription_productCreated(ctx, fields[0])
+	case "productUpdated":
+		return ec._Subscription_productUpdated(ctx, fields[0])
+	case "productDeleted":
+		return ec._Subscription_productDeleted(ctx, fields[0])
+	case "reviewCreated":
+		return ec._Subscription_reviewCreated(ctx, fields[0])
+	case "reviewUpdated":
+		return ec._Subscription_reviewUpdated(ctx, fields[0])
+	case "reviewDeleted":
+		return ec._Subscription_reviewDeleted(ctx, fields[0])
+	case "orderCreated":
+		return ec._Subscription_orderCreated(ctx, fields[0])
+	case "orderUpdated":
+		return ec._Subscription_orderUpdated(ctx, fields[0])
+	case "orderDeleted":
+		return ec._Subscription_orderDeleted(ctx, fields[0])
+	case "articleCreated":
+		return ec._Subscription_articleCreated(ctx, fields[0])
+	case "articleUpdated":
+		return ec._Subscription_articleUpdated(ctx, fields[0])
+	case "articleDeleted":
+		return ec._Subscription_articleDeleted(ctx, fields[0])
+	case "commentCreated":
+		return ec._Subscription_commentCreated(ctx, fields[0])
+	case "commentUpdated":
+		return ec._Subscription_commentUpdated(ctx, fields[0])
+	case "commentDeleted":
+		return ec._Subscription_commentDeleted(ctx, fields[0])
+	case "apiKeyCreated":
+		return ec._Subscription_apiKeyCreated(ctx, fields[0])
+	case "apiKeyUpdated":
+		return ec._Subscription_apiKeyUpdated(ctx, fields[0])
+	case "apiKeyDeleted":
+		return ec._Subscription_apiKeyDeleted(ctx, fields[0])
+	case "oauthClientCreated":
+		return ec._Subscription_oauthClientCreated(ctx, fields[0])
+	case "oauthClientUpdated":
+		return ec._Subscription_oauthClientUpdated(ctx, fields[0])
+	case "oauthClientDeleted":
+		return ec._Subscription_oauthClientDeleted(ctx, fields[0])
 	default:
 		panic("unknown field " + strconv.Quote(fields[0].Name))
 	}

@@ -119,17 +119,20 @@ type sharedEvent struct {
 	value any
 	at    time.Time
 	size  int64
+	// event is the event itself, for the rule layer to decide which
+	// subscribers receive it (Service.EventFor, in wsConn.next).
+	event resourceapi.Event
 }
 
 // converted returns ev as a sharedEvent, converted once for all the
 // subscriptions the hub hands it to, one after the other.
-func converted[T any](h *Handler, ev resourceapi.Event, conv func(resourceapi.Record) *T) *sharedEvent {
+func converted[T any](h *Handler, ev resourceapi.Event, conv func(resourceapi.Record) T) *sharedEvent {
 	if last := h.converted.Load(); last != nil && last.id == ev.ID && ev.ID != 0 {
-		if _, ok := last.value.(*T); ok {
+		if _, ok := last.value.(T); ok {
 			return last
 		}
 	}
-	se := &sharedEvent{id: ev.ID, value: conv(ev.Record), at: time.Now(), size: recordSize(ev.Record)}
+	se := &sharedEvent{id: ev.ID, value: conv(ev.Record), at: time.Now(), size: recordSize(ev.Record), event: ev}
 	h.converted.Store(se)
 	return se
 }

@@ -33,8 +33,24 @@ func (r queryResolver) UsersPage(ctx context.Context, a0 *int, a1 *int, a2 *stri
 	return page(ctx, r.resolver, resUsers, 0, listParams{{"limit", a0}, {"page", a1}, {"sort", a2}, {"order", a3}, {"q", a4}, {"status", a5}, {"role", a6}}, userOf)
 }
 
+func (r subscriptionResolver) UserUpdated(ctx context.Context) (<-chan *User, error) {
+	return subscribeEach(ctx, r.h, resUsers, "users.updated", userOf)
+}
+
+func (r subscriptionResolver) UserDeleted(ctx context.Context) (<-chan *User, error) {
+	return subscribeEach(ctx, r.h, resUsers, "users.deleted", userOf)
+}
+
 func (r queryResolver) PostsPage(ctx context.Context, a0 *int, a1 *int, a2 *string, a3 *string, a4 *string, a5 *string) (map[string]any, error) {
 	return page(ctx, r.resolver, resPosts, 0, listParams{{"limit", a0}, {"page", a1}, {"sort", a2}, {"order", a3}, {"q", a4}, {"author_id", a5}}, postOf)
+}
+
+func (r subscriptionResolver) PostUpdated(ctx context.Context) (<-chan *Post, error) {
+	return subscribeEach(ctx, r.h, resPosts, "posts.updated", postOf)
+}
+
+func (r subscriptionResolver) PostDeleted(ctx context.Context) (<-chan *Post, error) {
+	return subscribeEach(ctx, r.h, resPosts, "posts.deleted", postOf)
 }
 
 func (r mutationResolver) UpdatePost(ctx context.Context, id string, input map[string]any) (*Post, error) {
@@ -69,6 +85,18 @@ func (r queryResolver) Product(ctx context.Context, id string) (map[string]any, 
 
 func (r queryResolver) ProductsPage(ctx context.Context, a0 *int, a1 *int, a2 *string, a3 *string, a4 *string) (map[string]any, error) {
 	return page(ctx, r.resolver, resProducts, 0, listParams{{"limit", a0}, {"page", a1}, {"sort", a2}, {"order", a3}, {"q", a4}}, resProductsObject)
+}
+
+func (r subscriptionResolver) ProductCreated(ctx context.Context) (<-chan map[string]any, error) {
+	return subscribeEach(ctx, r.h, resProducts, "products.created", resProductsObject)
+}
+
+func (r subscriptionResolver) ProductUpdated(ctx context.Context) (<-chan map[string]any, error) {
+	return subscribeEach(ctx, r.h, resProducts, "products.updated", resProductsObject)
+}
+
+func (r subscriptionResolver) ProductDeleted(ctx context.Context) (<-chan map[string]any, error) {
+	return subscribeEach(ctx, r.h, resProducts, "products.deleted", resProductsObject)
 }
 
 func (r mutationResolver) CreateProduct(ctx context.Context, input map[string]any) (map[string]any, error) {
@@ -125,6 +153,18 @@ func (r queryResolver) ReviewsPage(ctx context.Context, a0 *int, a1 *int, a2 *st
 	return page(ctx, r.resolver, resReviews, 0, listParams{{"limit", a0}, {"page", a1}, {"sort", a2}, {"order", a3}, {"q", a4}, {"rating", a5}, {"user_id", a6}, {"product_id", a7}}, resReviewsObject)
 }
 
+func (r subscriptionResolver) ReviewCreated(ctx context.Context) (<-chan map[string]any, error) {
+	return subscribeEach(ctx, r.h, resReviews, "reviews.created", resReviewsObject)
+}
+
+func (r subscriptionResolver) ReviewUpdated(ctx context.Context) (<-chan map[string]any, error) {
+	return subscribeEach(ctx, r.h, resReviews, "reviews.updated", resReviewsObject)
+}
+
+func (r subscriptionResolver) ReviewDeleted(ctx context.Context) (<-chan map[string]any, error) {
+	return subscribeEach(ctx, r.h, resReviews, "reviews.deleted", resReviewsObject)
+}
+
 func (r mutationResolver) CreateReview(ctx context.Context, input map[string]any) (map[string]any, error) {
 	rec, err := r.create(ctx, resReviews, input)
 	if err != nil {
@@ -169,6 +209,18 @@ func (r queryResolver) Order(ctx context.Context, id string) (map[string]any, er
 
 func (r queryResolver) OrdersPage(ctx context.Context, a0 *int, a1 *int, a2 *string, a3 *string, a4 *string, a5 *string) (map[string]any, error) {
 	return page(ctx, r.resolver, resOrders, 0, listParams{{"limit", a0}, {"page", a1}, {"sort", a2}, {"order", a3}, {"status", a4}, {"user_id", a5}}, resOrdersObject)
+}
+
+func (r subscriptionResolver) OrderCreated(ctx context.Context) (<-chan map[string]any, error) {
+	return subscribeEach(ctx, r.h, resOrders, "orders.created", resOrdersObject)
+}
+
+func (r subscriptionResolver) OrderUpdated(ctx context.Context) (<-chan map[string]any, error) {
+	return subscribeEach(ctx, r.h, resOrders, "orders.updated", resOrdersObject)
+}
+
+func (r subscriptionResolver) OrderDeleted(ctx context.Context) (<-chan map[string]any, error) {
+	return subscribeEach(ctx, r.h, resOrders, "orders.deleted", resOrdersObject)
 }
 
 func (r mutationResolver) CreateOrder(ctx context.Context, input map[string]any) (map[string]any, error) {
@@ -219,6 +271,18 @@ func (r queryResolver) Article(ctx context.Context, id string) (map[string]any, 
 
 func (r queryResolver) ArticlesPage(ctx context.Context, a0 *int, a1 *int, a2 *string, a3 *string, a4 *string, a5 *string, a6 *string) (map[string]any, error) {
 	return page(ctx, r.resolver, resArticles, 0, listParams{{"limit", a0}, {"page", a1}, {"sort", a2}, {"order", a3}, {"q", a4}, {"published", a5}, {"author_id", a6}}, resArticlesObject)
+}
+
+func (r subscriptionResolver) ArticleCreated(ctx context.Context) (<-chan map[string]any, error) {
+	return subscribeEach(ctx, r.h, resArticles, "articles.created", resArticlesObject)
+}
+
+func (r subscriptionResolver) ArticleUpdated(ctx context.Context) (<-chan map[string]any, error) {
+	return subscribeEach(ctx, r.h, resArticles, "articles.updated", resArticlesObject)
+}
+
+func (r subscriptionResolver) ArticleDeleted(ctx context.Context) (<-chan map[string]any, error) {
+	return subscribeEach(ctx, r.h, resArticles, "articles.deleted", resArticlesObject)
 }
 
 func (r mutationResolver) CreateArticle(ctx context.Context, input map[string]any) (map[string]any, error) {
@@ -275,6 +339,18 @@ func (r queryResolver) CommentsPage(ctx context.Context, a0 *int, a1 *int, a2 *s
 	return page(ctx, r.resolver, resComments, 0, listParams{{"limit", a0}, {"page", a1}, {"sort", a2}, {"order", a3}, {"q", a4}, {"author_id", a5}, {"article_id", a6}}, resCommentsObject)
 }
 
+func (r subscriptionResolver) CommentCreated(ctx context.Context) (<-chan map[string]any, error) {
+	return subscribeEach(ctx, r.h, resComments, "comments.created", resCommentsObject)
+}
+
+func (r subscriptionResolver) CommentUpdated(ctx context.Context) (<-chan map[string]any, error) {
+	return subscribeEach(ctx, r.h, resComments, "comments.updated", resCommentsObject)
+}
+
+func (r subscriptionResolver) CommentDeleted(ctx context.Context) (<-chan map[string]any, error) {
+	return subscribeEach(ctx, r.h, resComments, "comments.deleted", resCommentsObject)
+}
+
 func (r mutationResolver) CreateComment(ctx context.Context, input map[string]any) (map[string]any, error) {
 	rec, err := r.create(ctx, resComments, input)
 	if err != nil {
@@ -319,6 +395,18 @@ func (r queryResolver) APIKey(ctx context.Context, id string) (map[string]any, e
 
 func (r queryResolver) APIKeysPage(ctx context.Context, a0 *int, a1 *int, a2 *string, a3 *string, a4 *string) (map[string]any, error) {
 	return page(ctx, r.resolver, resApiKeys, 0, listParams{{"limit", a0}, {"page", a1}, {"sort", a2}, {"order", a3}, {"user_id", a4}}, resApiKeysObject)
+}
+
+func (r subscriptionResolver) APIKeyCreated(ctx context.Context) (<-chan map[string]any, error) {
+	return subscribeEach(ctx, r.h, resApiKeys, "api_keys.created", resApiKeysObject)
+}
+
+func (r subscriptionResolver) APIKeyUpdated(ctx context.Context) (<-chan map[string]any, error) {
+	return subscribeEach(ctx, r.h, resApiKeys, "api_keys.updated", resApiKeysObject)
+}
+
+func (r subscriptionResolver) APIKeyDeleted(ctx context.Context) (<-chan map[string]any, error) {
+	return subscribeEach(ctx, r.h, resApiKeys, "api_keys.deleted", resApiKeysObject)
 }
 
 func (r mutationResolver) CreateAPIKey(ctx context.Context, input map[string]any) (map[string]any, error) {
@@ -367,6 +455,18 @@ func (r queryResolver) OauthClient(ctx context.Context, id string) (map[string]a
 
 func (r queryResolver) OauthClientsPage(ctx context.Context, a0 *int, a1 *int, a2 *string, a3 *string, a4 *string) (map[string]any, error) {
 	return page(ctx, r.resolver, resOauthClients, 0, listParams{{"limit", a0}, {"page", a1}, {"sort", a2}, {"order", a3}, {"q", a4}}, resOauthClientsObject)
+}
+
+func (r subscriptionResolver) OauthClientCreated(ctx context.Context) (<-chan map[string]any, error) {
+	return subscribeEach(ctx, r.h, resOauthClients, "oauth_clients.created", resOauthClientsObject)
+}
+
+func (r subscriptionResolver) OauthClientUpdated(ctx context.Context) (<-chan map[string]any, error) {
+	return subscribeEach(ctx, r.h, resOauthClients, "oauth_clients.updated", resOauthClientsObject)
+}
+
+func (r subscriptionResolver) OauthClientDeleted(ctx context.Context) (<-chan map[string]any, error) {
+	return subscribeEach(ctx, r.h, resOauthClients, "oauth_clients.deleted", resOauthClientsObject)
 }
 
 func (r mutationResolver) CreateOAuthClient(ctx context.Context, input map[string]any) (map[string]any, error) {

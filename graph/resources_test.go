@@ -187,3 +187,55 @@ func sameJSON(a, b any) bool {
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
 }
+
+// Every resource has its subscriptions, on the events every committed write
+// publishes; each event reaches only the subscribers the rule layer lets
+// see its record (Service.EventFor): a user's orders are theirs alone.
+func TestGeneratedSubscriptions(t *testing.T) {
+	s := mustServer(t, backends()[0].open(t, nil), withRelay, withListQuery)
+	ursula := s.mustAccount("Ursula", "ursula@test.example", resourceapi.RoleUser)
+	otto := s.mustAccount("Otto", "otto@test.example", resourceapi.RoleUser)
+	u, o := s.dial(t, protocols[0], nil), s.dial(t, protocols[0], nil)
+	u.init(map[string]any{"X-API-Key": ursula})
+	o.init(map[string]any{"X-API-Key": otto})
+	admin := s.dial(t, protocols[0], nil)
+	admin.init(map[string]any{"X-API-Key": s.admin})
+	for _, c := range []*wsClient{u, o} {
+		c.subscribe("orders", "subscription { orderCreated { id userId status items { productId quantity } } }")
+	}
+	admin.subscribe("gone", "subscription { productDeleted { id name } }")
+	waitFor(t, "three subscribers", func() bool {
+		return s.hub.Subscribers("orders.created") == 2 && s.hub.Subscribers("products.deleted") == 1
+	})
+
+	var p struct {
+		CreateProduct struct{ ID string } `json:"createProduct"`
+	}
+	s.mustData(s.admin, `mutation { createProduct(input: {name: "Millstone", priceCents: 1200}) { id } }`, nil, &p)
+	order := func(email string) string {
+		var d struct {
+			CreateOrder struct{ ID string } `json:"createOrder"`
+		}
+		s.mustData(s.admin, `mutation($u: ID!, $p: ID!) { createOrder(input: {userId: $u, items: [{productId: $p, quantity: 2}]}) { id } }`,
+			map[string]any{"u": itoa(s.ids[email]), "p": p.CreateProduct.ID}, &d)
+		return d.CreateOrder.ID
+	}
+	first := order("ursula@test.example")
+	second := order("otto@test.example")
+	// Otto's first event is his own order: Ursula's, committed before it,
+	// never reached him.
+	for c, want := range map[*wsClient]string{u: first, o: second} {
+		m := c.next()
+		if !strings.Contains(string(m.Payload), `"id":"`+want+`"`) || !strings.Contains(string(m.Payload), `"quantity":2`) {
+			t.Fatalf("event %s, want order %s", m.Payload, want)
+		}
+	}
+	var del struct {
+		DeleteOrder, DeleteProduct bool
+	}
+	s.mustData(s.admin, `mutation($o: ID!, $o2: ID!) { a: deleteOrder(id: $o) b: deleteOrder(id: $o2) }`, map[string]any{"o": first, "o2": second}, nil)
+	s.mustData(s.admin, `mutation($p: ID!) { deleteProduct(id: $p) }`, map[string]any{"p": p.CreateProduct.ID}, &del)
+	if m := admin.next(); !strings.Contains(string(m.Payload), `"name":"Millstone"`) {
+		t.Fatalf("productDeleted event %s", m.Payload)
+	}
+}

@@ -203,8 +203,11 @@ type wsSub struct {
 	// variables) for sharing renderings (see renders).
 	doc string
 	// res is the resource whose records the subscription reports, which
-	// its caller must still be allowed to read (Service.Confirm).
-	res *resourceapi.Resource
+	// its caller must still be allowed to read (Service.Confirm); unless
+	// each, when only the caller's credential is confirmed, and each event
+	// goes to them if they may read its record (subscribeEach).
+	res  *resourceapi.Resource
+	each bool
 	// feed hands the value of an event to the operation's stream, which
 	// responses reads next; end closes the stream. Both run on the writer
 	// that sends the subscription's events.
@@ -689,16 +692,29 @@ func (c *wsConn) confirm(queue []wsPending) bool {
 	}
 	var checked [4]*resourceapi.Resource // the resources of the batch, usually one or two
 	n := 0
+	credential := false // confirmed for the subscriptions of each event
 	for _, p := range queue {
 		res := p.s.res
-		if res == nil || slices.Contains(checked[:n], res) || p.s.ctx.Err() != nil {
+		if res == nil || p.s.ctx.Err() != nil {
 			continue
 		}
-		if n < len(checked) {
-			checked[n] = res
-			n++
+		var err error
+		if p.s.each {
+			if credential {
+				continue
+			}
+			credential = true
+			err = c.h.cfg.Service.ConfirmSession(c.ctx, sess, since)
+		} else {
+			if slices.Contains(checked[:n], res) {
+				continue
+			}
+			if n < len(checked) {
+				checked[n] = res
+				n++
+			}
+			err = c.h.cfg.Service.Confirm(c.ctx, sess, since, res)
 		}
-		err := c.h.cfg.Service.Confirm(c.ctx, sess, since, res)
 		switch resourceapi.ErrorCode(err) {
 		case "":
 			continue
@@ -789,6 +805,13 @@ func (c *wsConn) next(s *wsSub, ev *sharedEvent) {
 		}
 		c.finish(s)
 		return
+	}
+	if s.each {
+		if _, ok := c.h.cfg.Service.EventFor(resourceapi.CallerFrom(s.rctx), ev.event); !ok {
+			// Not this caller's to see, as they are now (an order of
+			// another user): the rule layer decides per event.
+			return
+		}
 	}
 	if c.caller != "" {
 		k := renderKey{event: ev.id, doc: s.doc, caller: c.caller}

@@ -22,7 +22,10 @@
 //     names (limit, page, sort, order, q, and each filter), read by the same
 //     function as REST reads them;
 //   - create<T>(input), update<T>(id, input) and delete<T>(id) mutations,
-//     whose input holds the fields a REST body may hold.
+//     whose input holds the fields a REST body may hold;
+//   - <one>Created, <one>Updated and <one>Deleted subscriptions
+//     (commentCreated), on the events every write publishes
+//     (resourceapi.EventType: comments.created).
 package graphgen
 
 import (
@@ -242,6 +245,7 @@ type gen struct {
 	schema bytes.Buffer
 	query  bytes.Buffer // extend type Query
 	mut    bytes.Buffer // extend type Mutation
+	sub    bytes.Buffer // extend type Subscription
 	code   bytes.Buffer // Go: resolvers
 	cost   bytes.Buffer // Go: complexity
 	models bytes.Buffer
@@ -374,6 +378,17 @@ func (g *gen) resource(res *resourceapi.Resource) error {
 		fmt.Fprintf(&g.query, "  %s\n  %s(%s): %sPage\n", quote(fmt.Sprintf("A page of %s, as GET /%s reads it: the same parameters (limit 1 to %d, default %d; page; sort and order; q; the filters), the same rules and errors. Needs %s:read.", res.Name, res.Path, resourceapi.MaxLimit, resourceapi.DefaultLimit, res.Name)), pf, argList(args), t)
 		fmt.Fprintf(&g.code, "func (r queryResolver) %s(ctx context.Context%s) (map[string]any, error) {\n\treturn page(ctx, r.resolver, %s, 0, %s, %s)\n}\n\n", goName(pf), goArgs(args), goRes(res), paramsExpr(args), g.conv(res))
 		fmt.Fprintf(&g.cost, "\tc.Query.%s = func(child int%s) int { return pageCost(child, a0) }\n", goName(pf), goArgs(args))
+	}
+
+	// Subscriptions: the events of every write (resourceapi.EventType).
+	for _, kind := range resourceapi.EventKinds {
+		name := OneField(res) + pascal(kind)
+		if g.spec.hasRoot("Subscription", name) {
+			continue
+		}
+		fmt.Fprintf(&g.sub, "  %s\n  %s: %s\n", quote(fmt.Sprintf("Each %s %s from now on, once committed (the event %s%s). Needs %s:read, or to own records of them that an owner may read; each event goes only to the callers who may read its record.", res.Singular, kind, resourceapi.EventType(res, kind), map[bool]string{true: "; the record as it was"}[kind == resourceapi.EventDeleted], res.Name)), name, t)
+		fmt.Fprintf(&g.code, "func (r subscriptionResolver) %s(ctx context.Context) (<-chan %s, error) {\n\treturn subscribeEach(ctx, r.h, %s, %q, %s)\n}\n\n",
+			goName(name), g.goType(res), goRes(res), resourceapi.EventType(res, kind), g.conv(res))
 	}
 
 	// Mutations, with the input type they share.
@@ -539,6 +554,9 @@ func (g *gen) output() (Output, error) {
 	}
 	if g.mut.Len() > 0 {
 		fmt.Fprintf(&schema, "extend type Mutation {\n%s}\n\n", g.mut.String())
+	}
+	if g.sub.Len() > 0 {
+		fmt.Fprintf(&schema, "extend type Subscription {\n%s}\n\n", g.sub.String())
 	}
 	schema.Write(g.schema.Bytes())
 	out := bytes.TrimRight(schema.Bytes(), "\n")
