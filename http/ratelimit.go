@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/resourceapi/resourceapi"
@@ -74,6 +75,9 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		if d.Allowed {
+			d = s.debts.settle(r.Context(), s.limiter, key, d)
+		}
 		h := w.Header()
 		h["X-Ratelimit-Limit"] = []string{strconv.Itoa(d.Limit)}
 		h["X-Ratelimit-Remaining"] = []string{strconv.Itoa(max(d.Remaining, 0))}
@@ -95,9 +99,10 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 
 // charge returns the function that takes what a request cost beyond itself
 // (resourceapi.ChargeRate) from the budget under key: as much of it as the
-// budget held when the request was admitted (left) and still holds, so that a costly
-// request spends the budget instead of being refused after it ran. The
-// next request's headers show it.
+// budget held when the request was admitted (left) and still holds, so that a
+// costly request spends the budget instead of being refused after it ran;
+// what the budget no longer held is owed (debts), paid before the key's next
+// request is admitted. The next request's headers show it.
 func (s *Server) charge(key string, left int) func(n int) {
 	return func(n int) {
 		if n = min(n, left); n <= 0 {
@@ -109,10 +114,12 @@ func (s *Server) charge(key string, left int) func(n int) {
 		// caller may have spent the budget meanwhile: take what is left.
 		d, err := s.limiter.AllowN(ctx, key, 0)
 		if err == nil {
-			if n = min(n, d.Remaining); n <= 0 {
+			take := min(n, d.Remaining)
+			s.debts.add(key, n-take)
+			if take <= 0 {
 				return
 			}
-			_, err = s.limiter.AllowN(ctx, key, n)
+			_, err = s.limiter.AllowN(ctx, key, take)
 		}
 		if err != nil {
 			s.logger.LogAttrs(ctx, slog.LevelWarn, "rate limiter failed to charge a request's cost", slog.String("err", err.Error()))
@@ -161,4 +168,76 @@ func limitedPrefix(path string) string {
 		}
 	}
 	return ""
+}
+
+// maxDebtors bounds the keys that may owe at once; past it a new debt is
+// forgiven (the budget was spent all the same).
+const maxDebtors = 100_000
+
+// debts are what callers' requests cost beyond what their budget held when
+// charged (Server.charge), kept by this instance: a limiter takes requests
+// only while they fit, so a response that cost more than was left would
+// otherwise let a caller have one more costly response built for every
+// request its budget refills. A debt is paid from the budget before the
+// key's next request is served; while it cannot be, the request is refused.
+type debts struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+// add records that key owes n more requests.
+func (d *debts) add(key string, n int) {
+	if n <= 0 {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.m == nil {
+		d.m = make(map[string]int)
+	}
+	if _, ok := d.m[key]; !ok && len(d.m) >= maxDebtors {
+		return
+	}
+	d.m[key] += n
+}
+
+// settle pays what key owes from its budget, given dec, the decision that
+// admitted its request, and returns the decision the request stands on:
+// refused, with the time until the rest could be paid, when the budget does
+// not cover the debt.
+func (d *debts) settle(ctx context.Context, l resourceapi.RateLimiter, key string, dec resourceapi.RateDecision) resourceapi.RateDecision {
+	d.mu.Lock()
+	owed := d.m[key]
+	d.mu.Unlock()
+	if owed <= 0 {
+		return dec
+	}
+	pay := min(owed, max(dec.Remaining, 0))
+	if pay > 0 {
+		if next, err := l.AllowN(ctx, key, pay); err == nil && next.Allowed {
+			dec = next
+		} else {
+			pay = 0
+		}
+	}
+	d.mu.Lock()
+	if d.m[key] -= pay; d.m[key] <= 0 {
+		delete(d.m, key)
+	}
+	left := d.m[key]
+	d.mu.Unlock()
+	if left <= 0 {
+		return dec
+	}
+	// The budget refills evenly: Limit requests by Reset when it holds
+	// none, so one every (Reset - now) / Limit.
+	every := time.Second
+	if dec.Limit > 0 {
+		if until := time.Until(dec.Reset); until > 0 {
+			every = max(until/time.Duration(dec.Limit), time.Millisecond)
+		}
+	}
+	dec.Allowed, dec.Remaining = false, 0
+	dec.RetryAfter = max(time.Duration(left)*every, time.Second)
+	return dec
 }

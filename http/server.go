@@ -68,6 +68,7 @@ type Server struct {
 	service        *resourceapi.Service
 	store          resourceapi.Store
 	limiter        resourceapi.RateLimiter
+	debts          debts // what callers owe their limiter budget (ratelimit.go)
 	trustedProxies []netip.Prefix
 	oauth          http.Handler
 	graphql        http.Handler
