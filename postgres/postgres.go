@@ -90,7 +90,7 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
-	pool := sqlstore.DB{DB: db, Lost: dialect{}.Unavailable, MaxIdle: conns}
+	pool := sqlstore.DB{DB: db, Lost: dialect{}.Unavailable, MaxIdle: conns, Slots: make(chan struct{}, conns)}
 	return &DB{Store: sqlstore.New(sqlstore.Config{
 		Reader: pool, Writer: pool, Dialect: dialect{}, Now: opts.Now,
 		OnStatement: opts.OnStatement, Logger: opts.Logger,

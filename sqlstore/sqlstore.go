@@ -152,6 +152,25 @@ type DB struct {
 	// MaxIdle is the pool's SetMaxIdleConns, restored after the idle
 	// connections are closed.
 	MaxIdle int
+	// Slots, when not nil, has the capacity of the pool's connections: a
+	// read or write takes one before it asks the pool for a connection, and
+	// a caller that hangs up while it waits for one leaves without running
+	// anything (the pool's own wait runs under Detach, which does not end
+	// when the caller leaves).
+	Slots chan struct{}
+}
+
+// acquire takes a slot, or returns ctx's error if ctx ends first.
+func (db DB) acquire(ctx context.Context) (release func(), err error) {
+	if db.Slots == nil {
+		return func() {}, ctx.Err()
+	}
+	select {
+	case db.Slots <- struct{}{}:
+		return func() { <-db.Slots }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // Read implements Reader. fn may run twice (see Lost), and must leave the
@@ -159,12 +178,14 @@ type DB struct {
 // read starts gets its context's error; once started, the read's statements
 // run under Detach(ctx), so that a caller hanging up does not interrupt them.
 func (db DB) Read(ctx context.Context, fn func(ctx context.Context, q Querier) error) error {
-	if err := ctx.Err(); err != nil {
+	release, err := db.acquire(ctx)
+	if err != nil {
 		return err
 	}
+	defer release()
 	sctx, cancel := Detach(ctx)
 	defer cancel()
-	err := fn(sctx, db.DB)
+	err = fn(sctx, db.DB)
 	if !db.lost(sctx, err) {
 		return err
 	}
@@ -206,9 +227,11 @@ func (db DB) dropIdle() {
 // the write is never interrupted by the caller's cancellation (it runs under
 // Detach(ctx), see Read); the write is rolled back at the next check instead.
 func (db DB) Write(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
-	if err := ctx.Err(); err != nil {
+	release, err := db.acquire(ctx)
+	if err != nil {
 		return err
 	}
+	defer release()
 	sctx, cancel := Detach(ctx)
 	defer cancel()
 	sqlTx, err := db.BeginTx(sctx, nil)
