@@ -37,3 +37,22 @@ func ResourceNames() []string {
 	}
 	return names
 }
+
+// Declare adds res to the declared resources, after the root package's, and
+// returns the function that removes it again: for a program or a test that
+// serves a resource of its own, which every door then serves as it serves
+// the root package's (routes, OpenAPI, permissions, events; the store needs
+// its migration, which sqlite.GenerateMigration and postgres.GenerateMigration
+// write, in Options.Migrations). Call it before anything reads the
+// declarations (before a store opens or a server starts), never while they
+// are read: the list is not guarded. It panics if a resource of that name
+// is declared already.
+func Declare(res *Resource) (undo func()) {
+	if ResourceNamed(res.Name) != nil {
+		panic("resourceapi: resource " + res.Name + " is declared already")
+	}
+	declared = append(slices.Clip(declared), res)
+	return func() {
+		declared = slices.DeleteFunc(slices.Clone(declared), func(r *Resource) bool { return r == res })
+	}
+}

@@ -1,4 +1,51 @@
 package graph
 
+import (
+	"context"
+
+	"github.com/resourceapi/resourceapi"
+)
+
 // MaxWriters is maxWriters, for tests that outnumber the writers.
 var MaxWriters = maxWriters
+
+// Generic gives tests the generic resolvers that the generated fields of
+// every declared resource call (resources_gen.go), with the resource as an
+// argument and values as the generated types hold them: for a resource
+// declared in a test, which the compiled schema cannot name.
+type Generic struct{ r *resolver }
+
+// GenericOf returns the generic resolvers of h.
+func GenericOf(h *Handler) Generic { return Generic{&resolver{h}} }
+
+// One is what <one>(id) resolves to.
+func (g Generic) One(ctx context.Context, res *resourceapi.Resource, id string) (map[string]any, error) {
+	rec, err := g.r.one(ctx, res, id)
+	return objectOf(res, rec), err
+}
+
+// Page is what <name>Page(...) resolves to, with its arguments by name.
+func (g Generic) Page(ctx context.Context, res *resourceapi.Resource, args map[string]string) (map[string]any, error) {
+	var params listParams
+	for name, v := range args {
+		params = append(params, listParam{name, &v})
+	}
+	return page(ctx, g.r, res, 0, params, func(rec resourceapi.Record) map[string]any { return objectOf(res, rec) })
+}
+
+// Create is what create<T>(input) resolves to.
+func (g Generic) Create(ctx context.Context, res *resourceapi.Resource, input map[string]any) (map[string]any, error) {
+	rec, err := g.r.create(ctx, res, input)
+	return objectOf(res, rec), err
+}
+
+// Update is what update<T>(id, input) resolves to.
+func (g Generic) Update(ctx context.Context, res *resourceapi.Resource, id string, input map[string]any) (map[string]any, error) {
+	rec, err := g.r.update(ctx, res, id, input)
+	return objectOf(res, rec), err
+}
+
+// Delete is what delete<T>(id) resolves to.
+func (g Generic) Delete(ctx context.Context, res *resourceapi.Resource, id string) (*bool, error) {
+	return g.r.remove(ctx, res, id)
+}
