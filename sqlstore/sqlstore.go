@@ -406,7 +406,7 @@ func (s *Store) List(ctx context.Context, res *resourceapi.Resource, lq resource
 func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource, lq resourceapi.ListQuery) (resourceapi.Page, error) {
 	cols := s.readColumns(res)
 	q := s.newQuery()
-	if ids, ok := s.dialect.(IDsFirst); ok && ids.IDsFirst() && (lq.Search != "" || lq.Offset > 0) {
+	if ids, ok := s.dialect.(IDsFirst); ok && ids.IDsFirst() && (lq.Search != "" || lq.Offset >= deepOffset) {
 		s.idsFirst(q, cols, res, lq, s.versionColumn(s.identityCheck(ctx)))
 		return s.scanPage(ctx, tx, q, cols, res, lq)
 	}
@@ -430,6 +430,11 @@ func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource,
 	q.WriteString(" LIMIT " + q.Arg(lq.Limit) + " OFFSET " + q.Arg(lq.Offset))
 	return s.scanPage(ctx, tx, q, cols, res, lq)
 }
+
+// deepOffset is the offset from which a page chooses its ids first on a
+// database that does (IDsFirst): below it, reading the skipped rows costs
+// less than looking the page's rows up again by id.
+const deepOffset = 200
 
 // IDsFirst is implemented by a Dialect whose database should choose a
 // page's ids before it reads the page's rows (PostgreSQL), see idsFirst.
