@@ -147,6 +147,10 @@ func (g *docGen) document(rs []route) *oaDocument {
 			if rt.prefix == apiPrefixes[0] {
 				g.sessionsRoute(&doc.Paths, rt)
 			}
+		case kindEvents:
+			if rt.prefix == apiPrefixes[0] {
+				g.eventsRoute(&doc.Paths, rt)
+			}
 		case kindHealthz, kindReadyz:
 			g.probe(&doc.Paths, rt)
 		case kindOpenAPI:

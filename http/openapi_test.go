@@ -105,8 +105,9 @@ func TestOpenAPIRoutes(t *testing.T) {
 	cfg := testConfig(t, store)
 	// Stand-ins: the document describes what is mounted.
 	cfg.OAuth, cfg.GraphQL = http.NotFoundHandler(), http.NotFoundHandler()
+	cfg.EventStream = &rhttp.EventStreamConfig{} // GET /api/events, described too
 	srv := rhttp.NewServer(cfg)
-	c := mustServer(t, store, func(c *rhttp.Config) { c.OAuth, c.GraphQL = cfg.OAuth, cfg.GraphQL })
+	c := mustServer(t, store, func(c *rhttp.Config) { c.OAuth, c.GraphQL, c.EventStream = cfg.OAuth, cfg.GraphQL, cfg.EventStream })
 	ct, err := c.contract.get()
 	if err != nil {
 		t.Fatal(err)

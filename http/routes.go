@@ -56,6 +56,11 @@ func (s *Server) routesOf(resources []*resourceapi.Resource) []route {
 				handler: s.api(s.endSessions())})
 		}
 	}
+	if s.events != nil {
+		for _, prefix := range apiPrefixes {
+			rs = append(rs, route{method: "GET", prefix: prefix, path: "/events", kind: kindEvents, handler: s.api(s.eventStream())})
+		}
+	}
 	for _, res := range resources {
 		h := s.resource(res)
 		for _, prefix := range apiPrefixes {
@@ -121,6 +126,7 @@ const (
 	kindGraphQL
 	kindSessions
 	kindMetrics
+	kindEvents
 )
 
 // mux registers the routes on a ServeMux, behind routeErrors.

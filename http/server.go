@@ -60,6 +60,8 @@ type Config struct {
 	// Metrics, when set, is served at GET /metrics to an admin or a caller
 	// granted metrics:read (package metrics's handler).
 	Metrics http.Handler
+	// EventStream, when set, serves GET /api/events (events.go).
+	EventStream *EventStreamConfig
 }
 
 // Server is the REST API over one store. Its Handler is safe for concurrent
@@ -79,6 +81,7 @@ type Server struct {
 	maxBody        int64
 	observer       Observer
 	metrics        http.Handler
+	events         *eventStreams
 
 	ids     *idGenerator
 	handler http.Handler
@@ -112,6 +115,9 @@ func NewServer(cfg Config) *Server {
 		observer:       cfg.Observer,
 		metrics:        cfg.Metrics,
 		ids:            newIDGenerator(),
+	}
+	if cfg.EventStream != nil {
+		s.events = newEventStreams(*cfg.EventStream)
 	}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)

@@ -296,12 +296,30 @@ func (s *Store) PurgeEvents(ctx context.Context, before time.Time, limit int) (i
 	purge := func(ctx context.Context, tx Tx) error {
 		q := s.newQuery()
 		q.WriteString("DELETE FROM events WHERE id IN (SELECT id FROM events WHERE published_at < " + q.Arg(resourceapi.Timestamp(before)) +
-			" ORDER BY id LIMIT " + q.Arg(int64(limit)) + s.dialect.SkipLocked() + ")")
-		res, err := tx.ExecContext(ctx, q.String(), q.args...)
+			" ORDER BY id LIMIT " + q.Arg(int64(limit)) + s.dialect.SkipLocked() + ") RETURNING id")
+		rows, err := tx.QueryContext(ctx, q.String(), q.args...)
 		if err != nil {
 			return err
 		}
-		n, err = res.RowsAffected()
+		defer rows.Close()
+		var through int64
+		for n = 0; rows.Next(); n++ {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			through = max(through, id)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if through == 0 {
+			return nil
+		}
+		// What resuming streams compare with (PurgedThrough), in the
+		// purge's transaction.
+		_, err = tx.ExecContext(ctx, "UPDATE events_purged SET through = "+s.dialect.Placeholder(1)+
+			" WHERE through < "+s.dialect.Placeholder(2), through, through)
 		return err
 	}
 	var err error
@@ -316,4 +334,45 @@ func (s *Store) PurgeEvents(ctx context.Context, before time.Time, limit int) (i
 		return 0, fmt.Errorf("purge events: %w", err)
 	}
 	return int(n), nil
+}
+
+var _ resourceapi.EventLog = (*Store)(nil)
+
+// EventsAfter implements resourceapi.EventLog. It reads committed events,
+// published or not: a client that resumes hears events its live stream
+// would hear later, and drops the repeats by id. On SQLite an id is taken
+// in commit order, so nothing committed later can come before after; on
+// PostgreSQL concurrent transactions commit their ids in any order
+// (docs/events.md says what that means for a resuming client).
+func (s *Store) EventsAfter(ctx context.Context, after int64, limit int) ([]resourceapi.Event, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var events []resourceapi.Event
+	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
+		rows, err := q.QueryContext(ctx, "SELECT "+eventColumns+" FROM events WHERE id > "+s.dialect.Placeholder(1)+
+			" ORDER BY id LIMIT "+s.dialect.Placeholder(2), after, limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		events, err = scanEvents(rows)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("events after %d: %w", after, err)
+	}
+	return events, nil
+}
+
+// PurgedThrough implements resourceapi.EventLog.
+func (s *Store) PurgedThrough(ctx context.Context) (int64, error) {
+	var through int64
+	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
+		return q.QueryRowContext(ctx, "SELECT through FROM events_purged").Scan(&through)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("events purged: %w", err)
+	}
+	return through, nil
 }

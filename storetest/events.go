@@ -150,6 +150,21 @@ func testEvents(t *testing.T, open opener) {
 				t.Fatalf("PurgeEvents(%v, %d) = %d, %v; want %d", c.before, c.limit, n, err, c.want)
 			}
 		}
+		// The log reads back what the outbox keeps, published or not, and
+		// says up to which id the purge deleted.
+		if log, ok := s.(resourceapi.EventLog); ok {
+			through, err := log.PurgedThrough(timeout(t))
+			if err != nil || through != got[len(got)-1].ID {
+				t.Fatalf("PurgedThrough = %d, %v; want %d, the last event purged", through, err, got[len(got)-1].ID)
+			}
+			kept, err := log.EventsAfter(timeout(t), 0, 10)
+			if err != nil || len(kept) != 1 || kept[0].Record.ID() != pending.ID() || kept[0].Name != "users.created" {
+				t.Fatalf("EventsAfter(0) = %v, %v; want the pending event only", kept, err)
+			}
+			if after, err := log.EventsAfter(timeout(t), kept[0].ID, 10); err != nil || len(after) != 0 {
+				t.Fatalf("EventsAfter(the last) = %v, %v; want none", after, err)
+			}
+		}
 		mustEvents(t, ob, want("users.created", "userCreated", users, pending))
 	})
 

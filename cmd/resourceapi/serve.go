@@ -31,6 +31,7 @@ type store interface {
 	resourceapi.OAuthStore
 	resourceapi.SettingStore
 	resourceapi.Outbox
+	resourceapi.EventLog
 	Close() error
 }
 
@@ -251,6 +252,9 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		CORSOrigins:    cfg.CORSOrigins,
 		Observer:       observer,
 		Metrics:        metricsPage,
+		// Server-Sent Events, under the caps of subscription connections.
+		EventStream: &http.EventStreamConfig{Events: events, Log: db,
+			MaxPerCaller: noCapIfZero(cfg.WSMaxPerUser), MaxPerAddr: noCapIfZero(cfg.WSMaxPerAddr)},
 	})
 	// Long-lived requests (subscriptions) watch baseCtx: it ends after the
 	// graceful shutdown has let ordinary requests finish.
