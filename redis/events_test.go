@@ -136,7 +136,7 @@ func TestStreamReset(t *testing.T) {
 	}
 	ev := userEvent(2)
 	if err := c.XAdd(ctx, &goredis.XAddArgs{Stream: key, ID: "1-1", Values: []any{
-		"id", ev.ID, "name", ev.Name, "resource", ev.Resource, "at", ev.At.UnixMilli(), "record", mustMarshal(t, ev),
+		"id", ev.ID, "name", ev.Name, "alias", ev.Alias, "actor", ev.Actor, "resource", ev.Resource, "at", ev.At.UnixMilli(), "record", mustMarshal(t, ev),
 	}}).Err(); err != nil {
 		t.Fatal(err)
 	}
