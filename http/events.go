@@ -66,6 +66,7 @@ type eventStreams struct {
 	perAddr map[string]int
 
 	rendered renderCache
+	arrivals arrivalCache
 }
 
 func newEventStreams(cfg EventStreamConfig) *eventStreams {
@@ -88,7 +89,7 @@ func newEventStreams(cfg EventStreamConfig) *eventStreams {
 		cfg.MaxReplay = DefaultEventMaxReplay
 	}
 	return &eventStreams{cfg: cfg, perUser: map[int64]int{}, perAddr: map[string]int{},
-		rendered: renderCache{m: map[int64][]byte{}}}
+		rendered: renderCache{m: map[int64][]byte{}}, arrivals: arrivalCache{m: map[int64]*arrived{}}}
 }
 
 // acquire counts a stream of user from addr, or refuses it past a cap.
@@ -174,14 +175,14 @@ func (s *Server) eventStream() http.Handler {
 		defer cancel()
 		// Listen before replaying, so that nothing committed meanwhile
 		// falls between the two; repeats are dropped by id.
-		live := make(chan arrived, es.cfg.Buffer)
+		live := make(chan *arrived, es.cfg.Buffer) // pointers shared by every stream: 8 bytes a slot
 		ended := make(chan struct{})
 		err = es.cfg.Events.Listen(ctx, resourceapi.AllEvents, func(ev resourceapi.Event) bool {
 			if !filter.Match(ev.Name) {
 				return true
 			}
 			select {
-			case live <- arrived{ev, time.Now()}:
+			case live <- es.arrivals.get(ev):
 				return true
 			default:
 				return false // the stream ends; the client resumes from the outbox
@@ -365,6 +366,30 @@ func expiredFrame(last, through int64) []byte {
 func errorFrame(code resourceapi.Code, msg string) []byte {
 	data, _ := json.Marshal(map[string]string{"code": string(code), "message": msg})
 	return []byte("event: error\ndata: " + string(data) + "\n\n")
+}
+
+// arrivalCache keeps the last renderCacheSize events as they arrived, so
+// that every stream queues a pointer to one copy.
+type arrivalCache struct {
+	mu   sync.Mutex
+	m    map[int64]*arrived
+	ring [renderCacheSize]int64
+	next int
+}
+
+// get returns ev as it arrived, the first stream's arrival time for all.
+func (c *arrivalCache) get(ev resourceapi.Event) *arrived {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a := c.m[ev.ID]; a != nil {
+		return a
+	}
+	a := &arrived{ev: ev, at: time.Now()}
+	delete(c.m, c.ring[c.next])
+	c.ring[c.next] = ev.ID
+	c.next = (c.next + 1) % len(c.ring)
+	c.m[ev.ID] = a
+	return a
 }
 
 // renderCache keeps the frames of the last renderCacheSize events, shared
