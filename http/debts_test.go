@@ -37,7 +37,7 @@ func TestDebtsArePaidFirst(t *testing.T) {
 	if b.left != 0 {
 		t.Errorf("%d left, want the debt paid from all of it", b.left)
 	}
-	b.left = 5 // refilled
+	b.left = 5                               // refilled
 	admitted, _ = b.AllowN(ctx, "user:1", 1) // 4 left
 	if dec := d.settle(ctx, b, "user:1", admitted); !dec.Allowed || dec.Remaining != 1 || b.left != 1 {
 		t.Fatalf("the rest of the debt (3) with 4 left: %+v, %d left; want allowed with 1 left", dec, b.left)
