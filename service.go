@@ -24,6 +24,7 @@ type Service struct {
 	// sessions Confirm keeps current (session.go).
 	identity identityWatch
 	auth     Authenticator
+	tracer   Tracer
 }
 
 // NewService returns the rule layer over store. hasher hashes password
@@ -126,6 +127,8 @@ func (o Op) verb() string {
 // records when parent is not 0 (a nested collection). On a resource whose
 // records are private, a caller who is not an admin sees only their own.
 func (s *Service) List(ctx context.Context, c *Caller, res *Resource, parent int64, q ListQuery) (page Page, err error) {
+	ctx, end := s.span(ctx, "List", res)
+	defer func() { end(err) }()
 	err = s.readConfirmed(ctx, c, func(ctx context.Context, c *Caller) error {
 		page, err = s.list(ctx, c, res, parent, q)
 		return err
@@ -176,6 +179,8 @@ func (s *Service) requireParent(ctx context.Context, c *Caller, res *Resource, p
 
 // Get returns one record.
 func (s *Service) Get(ctx context.Context, c *Caller, res *Resource, item Address) (rec Record, err error) {
+	ctx, end := s.span(ctx, "Get", res)
+	defer func() { end(err) }()
 	err = s.readConfirmed(ctx, c, func(ctx context.Context, c *Caller) error {
 		rec, err = s.get(ctx, c, res, item)
 		return err
@@ -231,6 +236,8 @@ func (s *Service) prepareCreate(ctx context.Context, c *Caller, res *Resource, r
 // parent's records when parent is not 0. The record returned carries, once,
 // the plain value of every secret the service generated for it (an API key).
 func (s *Service) Create(ctx context.Context, c *Caller, res *Resource, parent int64, rec Record) (_ Record, err error) {
+	ctx, end := s.span(ctx, "Create", res)
+	defer func() { end(err) }()
 	c, err = current(ctx, c)
 	if err != nil {
 		return nil, err
@@ -311,8 +318,10 @@ func (s *Service) CreateFirst(ctx context.Context, c *Caller, res *Resource, rec
 // (created is then true). cond, when not nil, is the caller's own
 // precondition (If-Match), checked inside the write transaction after the
 // rules.
-func (s *Service) Replace(ctx context.Context, c *Caller, res *Resource, item Address, rec Record, cond Condition) (_ Record, created bool, _ error) {
-	c, err := current(ctx, c)
+func (s *Service) Replace(ctx context.Context, c *Caller, res *Resource, item Address, rec Record, cond Condition) (_ Record, created bool, err error) {
+	ctx, end := s.span(ctx, "Replace", res)
+	defer func() { end(err) }()
+	c, err = current(ctx, c)
 	if err != nil {
 		return nil, false, err
 	}
@@ -349,8 +358,10 @@ func (s *Service) Replace(ctx context.Context, c *Caller, res *Resource, item Ad
 
 // Update changes the fields present in patch of record item.ID. cond is as
 // for Replace.
-func (s *Service) Update(ctx context.Context, c *Caller, res *Resource, item Address, patch Record, cond Condition) (Record, error) {
-	c, err := current(ctx, c)
+func (s *Service) Update(ctx context.Context, c *Caller, res *Resource, item Address, patch Record, cond Condition) (_ Record, err error) {
+	ctx, end := s.span(ctx, "Update", res)
+	defer func() { end(err) }()
+	c, err = current(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -377,8 +388,10 @@ func (s *Service) Update(ctx context.Context, c *Caller, res *Resource, item Add
 
 // Delete removes record item.ID and everything that belongs to it. cond is as
 // for Replace.
-func (s *Service) Delete(ctx context.Context, c *Caller, res *Resource, item Address, cond Condition) error {
-	c, err := current(ctx, c)
+func (s *Service) Delete(ctx context.Context, c *Caller, res *Resource, item Address, cond Condition) (err error) {
+	ctx, end := s.span(ctx, "Delete", res)
+	defer func() { end(err) }()
+	c, err = current(ctx, c)
 	if err != nil {
 		return err
 	}

@@ -125,6 +125,11 @@ type Options struct {
 	// document that did not parse), the code of its first error ("" for
 	// none), and how long it took to its first response.
 	Observe func(operation, code string, elapsed time.Duration)
+	// Trace, when set, is called as every operation starts, with its type
+	// and name: the operation runs in the context it returns, and the
+	// function it returns is called with the code of its first error (""
+	// for none) at its first response (package tracing: a span).
+	Trace func(ctx context.Context, operation, name string) (context.Context, func(code string))
 }
 
 // WebSocketOptions holds the limits of subscription connections; zero values
@@ -229,8 +234,8 @@ func New(cfg Options) *Handler {
 	srv.Use(introspectionLimit{max: cfg.MaxIntrospection, schema: es.Schema()})
 	// What each response reads and holds is bounded as it runs (budget.go).
 	srv.AroundResponses(h.aroundResponse)
-	if cfg.Observe != nil {
-		srv.Use(observer{observe: cfg.Observe})
+	if cfg.Observe != nil || cfg.Trace != nil {
+		srv.Use(observer{observe: cfg.Observe, trace: cfg.Trace})
 	}
 	srv.AroundFields(h.aroundField)
 	h.exec = srv

@@ -13,8 +13,12 @@ import (
 // mutation at its response, a subscription at its first (the result of
 // subscribing, or its refusal), and a document refused before it ran
 // (unparsable, invalid, too costly) as it is refused.
+//
+// With Options.Trace, each operation also runs in the context it returns (a
+// span), ended at the operation's first response.
 type observer struct {
 	observe func(operation, code string, elapsed time.Duration)
+	trace   func(ctx context.Context, operation, name string) (context.Context, func(code string))
 }
 
 var (
@@ -27,9 +31,14 @@ func (observer) ExtensionName() string                   { return "observer" }
 func (observer) Validate(graphql.ExecutableSchema) error { return nil }
 func (o observer) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 	start := time.Now()
-	operation := "unknown"
-	if op := graphql.GetOperationContext(ctx).Operation; op != nil {
-		operation = string(op.Operation)
+	operation, name := "unknown", ""
+	oc := graphql.GetOperationContext(ctx)
+	if op := oc.Operation; op != nil {
+		operation, name = string(op.Operation), op.Name
+	}
+	endSpan := func(string) {}
+	if o.trace != nil {
+		ctx, endSpan = o.trace(ctx, operation, name)
 	}
 	responses := next(context.WithValue(ctx, dispatchedKey{}, true))
 	first := true
@@ -37,7 +46,11 @@ func (o observer) InterceptOperation(ctx context.Context, next graphql.Operation
 		resp := responses(ctx)
 		if first {
 			first = false
-			o.observe(operation, firstCode(resp), time.Since(start))
+			code := firstCode(resp)
+			endSpan(code)
+			if o.observe != nil {
+				o.observe(operation, code, time.Since(start))
+			}
 		}
 		return resp
 	}
@@ -47,7 +60,7 @@ func (o observer) InterceptOperation(ctx context.Context, next graphql.Operation
 // dispatched as operations: refused before they ran.
 func (o observer) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
 	resp := next(ctx)
-	if ctx.Value(dispatchedKey{}) == nil {
+	if ctx.Value(dispatchedKey{}) == nil && o.observe != nil {
 		operation := "unknown"
 		var start time.Time
 		if graphql.HasOperationContext(ctx) {

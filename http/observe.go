@@ -38,15 +38,32 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		start := time.Now()
 		sw := trackStatus(w, r)
 		defer func() {
-			info := infoFrom(r)
-			pattern := info.pattern
-			if !info.routed {
-				// Answered before the router (a 429): find the route the
-				// request would have had.
-				_, pattern = s.serveMux.Handler(r)
-			}
-			s.observer.Request(methodLabel(r.Method), routeLabel(pattern), sw.status, time.Since(start))
+			s.observer.Request(methodLabel(r.Method), s.routeOf(r), sw.status, time.Since(start))
 		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// routeOf returns the route label of a request once it is answered.
+func (s *Server) routeOf(r *http.Request) string {
+	info := infoFrom(r)
+	pattern := info.pattern
+	if !info.routed {
+		// Answered before the router (a 429): find the route the
+		// request would have had.
+		_, pattern = s.serveMux.Handler(r)
+	}
+	return routeLabel(pattern)
+}
+
+// trace runs every request in the context Config.Trace gives it (a span),
+// and ends it with the request's route and status once answered.
+func (s *Server) trace(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, end := s.tracer(r)
+		r = r.WithContext(ctx)
+		sw := trackStatus(w, r)
+		defer func() { end(s.routeOf(r), sw.status) }()
 		next.ServeHTTP(sw, r)
 	})
 }

@@ -57,6 +57,11 @@ type Config struct {
 	// Observer, when set, is told of every request, rate-limit refusal and
 	// refused credential (package metrics).
 	Observer Observer
+	// Trace, when set, is called as every request starts: the request
+	// runs in the context it returns, and the function it returns is
+	// called with the route label (as Observer's) and the status once the
+	// request is answered (package tracing: a span per request).
+	Trace func(r *http.Request) (context.Context, func(route string, status int))
 	// Metrics, when set, is served at GET /metrics to an admin or a caller
 	// granted metrics:read (package metrics's handler).
 	Metrics http.Handler
@@ -80,6 +85,7 @@ type Server struct {
 	accessLog      *slog.Logger
 	maxBody        int64
 	observer       Observer
+	tracer         func(r *http.Request) (context.Context, func(route string, status int))
 	metrics        http.Handler
 	events         *eventStreams
 
@@ -113,6 +119,7 @@ func NewServer(cfg Config) *Server {
 		accessLog:      cfg.AccessLog,
 		maxBody:        cfg.MaxBodyBytes,
 		observer:       cfg.Observer,
+		tracer:         cfg.Trace,
 		metrics:        cfg.Metrics,
 		ids:            newIDGenerator(),
 	}
@@ -148,6 +155,8 @@ func (s *Server) Handler() http.Handler { return s.handler }
 //
 //   - requestID, so that everything after it, even a panic, can name the
 //     request;
+//   - trace (with Config.Trace), so that everything after it, the access
+//     log included, runs in the request's span;
 //   - observe (with an Observer), which measures every request as answered;
 //   - logAccess, which sees the final status, the 500 of a panic included;
 //   - recoverPanics, which can then still answer with CORS and API-Version
@@ -172,6 +181,9 @@ func (s *Server) middleware(h http.Handler) http.Handler {
 	}
 	if s.observer != nil {
 		h = s.observe(h)
+	}
+	if s.tracer != nil {
+		h = s.trace(h)
 	}
 	return s.requestID(h)
 }

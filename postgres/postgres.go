@@ -38,6 +38,9 @@ type Options struct {
 	// OnStatement, when set, is called with every statement the store runs
 	// (sqlstore.Config.OnStatement): for tests that count statements.
 	OnStatement func(query string)
+	// Trace, when set, is told of every statement as it starts and ends
+	// (sqlstore.Config.Trace): package tracing's spans.
+	Trace func(ctx context.Context, query string) (context.Context, func(error))
 	// Migrations, when set, are what Open applies instead of the released
 	// migrations (Migrations): for a test that serves a resource of its own,
 	// with the migration GenerateMigration writes for it added.
@@ -93,7 +96,7 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	pool := sqlstore.DB{DB: db, Lost: dialect{}.Unavailable, MaxIdle: conns, Slots: make(chan struct{}, conns)}
 	return &DB{Store: sqlstore.New(sqlstore.Config{
 		Reader: pool, Writer: pool, Dialect: dialect{}, Now: opts.Now,
-		OnStatement: opts.OnStatement, Logger: opts.Logger,
+		OnStatement: opts.OnStatement, Trace: opts.Trace, Logger: opts.Logger,
 	}), db: db}, nil
 }
 

@@ -62,6 +62,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock of the retention; nil is time.Now.
 	Now func() time.Time
+	// Trace, when set, is told of each batch as its publication starts and
+	// ends (package tracing: a span per batch).
+	Trace func(ctx context.Context, events int) (context.Context, func(error))
 }
 
 // Relay publishes the events of an Outbox through a Publisher: right after
@@ -79,6 +82,7 @@ type Relay struct {
 	timeout   time.Duration
 	logger    *slog.Logger
 	now       func() time.Time
+	trace     func(ctx context.Context, events int) (context.Context, func(error))
 
 	published atomic.Int64
 	failing   bool
@@ -89,7 +93,7 @@ type Relay struct {
 // publisher, configured by cfg; Run runs it.
 func New(outbox resourceapi.Outbox, publisher resourceapi.Publisher, cfg Config) *Relay {
 	r := &Relay{outbox: outbox, publisher: publisher, poll: cfg.Poll, retention: cfg.Retention,
-		timeout: cfg.Timeout, logger: cfg.Logger, now: cfg.Now}
+		timeout: cfg.Timeout, logger: cfg.Logger, now: cfg.Now, trace: cfg.Trace}
 	if r.poll <= 0 {
 		r.poll = DefaultPoll
 	}
@@ -175,7 +179,7 @@ func (r *Relay) round(ctx context.Context) bool {
 			return false
 		}
 		bctx, cancel := context.WithTimeout(ctx, r.timeout)
-		n, err := r.outbox.PublishEvents(bctx, relayBatch, r.publisher.Publish)
+		n, err := r.outbox.PublishEvents(bctx, relayBatch, r.publish)
 		cancel()
 		r.published.Add(int64(n))
 		if err != nil {
@@ -194,6 +198,17 @@ func (r *Relay) round(ctx context.Context) bool {
 		}
 	}
 	return false
+}
+
+// publish hands events to the publisher, traced when Config.Trace is set.
+func (r *Relay) publish(ctx context.Context, events []resourceapi.Event) error {
+	if r.trace == nil {
+		return r.publisher.Publish(ctx, events)
+	}
+	ctx, end := r.trace(ctx, len(events))
+	err := r.publisher.Publish(ctx, events)
+	end(err)
+	return err
 }
 
 // purge deletes the events published before cutoff, a batch at a time.

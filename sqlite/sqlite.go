@@ -73,6 +73,9 @@ type Options struct {
 	// OnStatement, when set, is called with every statement the store runs
 	// (sqlstore.Config.OnStatement): for tests that count statements.
 	OnStatement func(query string)
+	// Trace, when set, is told of every statement as it starts and ends
+	// (sqlstore.Config.Trace): package tracing's spans.
+	Trace func(ctx context.Context, query string) (context.Context, func(error))
 	// Migrations, when set, are what Open applies instead of the released
 	// migrations (Migrations): for a test that serves a resource of its own,
 	// with the migration GenerateMigration writes for it added.
@@ -204,7 +207,7 @@ func open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	db.Store = sqlstore.New(sqlstore.Config{
 		Reader: db.readers, Writer: db.writer, Dialect: dialect{}, Now: opts.Now,
-		CacheRecords: cache, ForeignCommits: watch.commits, OnStatement: opts.OnStatement,
+		CacheRecords: cache, ForeignCommits: watch.commits, OnStatement: opts.OnStatement, Trace: opts.Trace,
 	})
 	return db, nil
 }

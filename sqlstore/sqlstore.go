@@ -318,6 +318,11 @@ type Config struct {
 	// that count the statements an operation costs (GraphQL's batching).
 	// It is called from many goroutines at once.
 	OnStatement func(query string)
+	// Trace, when set, is called as every statement the store runs through
+	// Reader and Writer starts, with its text (values are bound, never in
+	// it); the function it returns is called with the statement's error
+	// once it has run (package tracing: a span per statement).
+	Trace func(ctx context.Context, query string) (context.Context, func(error))
 	// Logger receives a warning when the database stops answering (once
 	// per outage) and a line when it answers again; nil discards them.
 	Logger *slog.Logger
@@ -337,6 +342,10 @@ func New(cfg Config) *Store {
 	if cfg.OnStatement != nil {
 		reader = tracedReader{reader, cfg.OnStatement}
 		writer = tracedWriter{writer, cfg.OnStatement}
+	}
+	if cfg.Trace != nil {
+		reader = spanReader{reader, cfg.Trace}
+		writer = spanWriter{writer, cfg.Trace}
 	}
 	s := &Store{
 		dialect: cfg.Dialect,

@@ -56,6 +56,10 @@ type config struct {
 	Metrics     bool   // RESOURCEAPI_METRICS: on or off; whether to measure the server (GET /metrics)
 	MetricsAddr string // RESOURCEAPI_METRICS_ADDR: a listener serving /metrics without a credential, for a private network
 
+	// OTel holds the standard OTEL_* variables that decide tracing (see
+	// otelVariables); tracing is on when they name an OTLP endpoint.
+	OTel map[string]string
+
 	WSMaxPerUser int // RESOURCEAPI_WS_MAX_PER_USER: subscription connections one user may hold on an instance; 0: no cap
 	WSMaxPerAddr int // RESOURCEAPI_WS_MAX_PER_ADDR: subscription connections from one client address on an instance; 0: no cap
 }
@@ -241,6 +245,14 @@ func loadConfig(getenv func(string) string) (config, error) {
 		}
 	}
 	str("RESOURCEAPI_METRICS_ADDR", &cfg.MetricsAddr)
+	for _, k := range otelVariables {
+		if v := strings.TrimSpace(getenv(k)); v != "" {
+			if cfg.OTel == nil {
+				cfg.OTel = map[string]string{}
+			}
+			cfg.OTel[k] = v
+		}
+	}
 	if cfg.MetricsAddr != "" && !cfg.Metrics {
 		errs = append(errs, "RESOURCEAPI_METRICS_ADDR is set while RESOURCEAPI_METRICS is off")
 	}
@@ -282,6 +294,17 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	return cfg, nil
 }
+
+// otelVariables are the OpenTelemetry variables read here; the SDK reads
+// the others it knows (OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT, _CERTIFICATE,
+// OTEL_RESOURCE_ATTRIBUTES...) itself.
+var otelVariables = []string{
+	"OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+	"OTEL_SERVICE_NAME", "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG",
+}
+
+// otel reads the OpenTelemetry variables of the configuration.
+func (c config) otel(k string) string { return c.OTel[k] }
 
 // databaseForms is what RESOURCEAPI_DATABASE_URL accepts, for messages.
 const databaseForms = "postgres://user:password@host:5432/name (or postgresql://...) for PostgreSQL; " +

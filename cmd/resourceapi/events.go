@@ -36,7 +36,10 @@ type events struct {
 //     its own instance's relay happened to publish, so it says so.
 //
 // rdb is the Redis client (nil without RESOURCEAPI_REDIS_URL).
-func startEvents(ctx context.Context, cfg config, outbox resourceapi.Outbox, rdb *goredis.Client, log *slog.Logger) (*events, error) {
+//
+// trace, when not nil, traces each batch the relay publishes.
+func startEvents(ctx context.Context, cfg config, outbox resourceapi.Outbox, rdb *goredis.Client, log *slog.Logger,
+	trace func(context.Context, int) (context.Context, func(error))) (*events, error) {
 	ev := &events{hub: inmem.NewHub()}
 	var publisher resourceapi.Publisher = ev.hub
 	engine := "in-process"
@@ -53,7 +56,7 @@ func startEvents(ctx context.Context, cfg config, outbox resourceapi.Outbox, rdb
 	}
 	if cfg.EventsRelay {
 		relay := relay.New(outbox, publisher, relay.Config{
-			Poll: cfg.EventsPoll, Retention: cfg.EventsRetention, Logger: log,
+			Poll: cfg.EventsPoll, Retention: cfg.EventsRetention, Logger: log, Trace: trace,
 		})
 		ev.relay = relay
 		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))

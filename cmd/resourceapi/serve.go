@@ -20,6 +20,7 @@ import (
 	"github.com/resourceapi/resourceapi/oauth"
 	"github.com/resourceapi/resourceapi/postgres"
 	"github.com/resourceapi/resourceapi/sqlite"
+	"github.com/resourceapi/resourceapi/tracing"
 )
 
 // store is what the program needs of a database: resources, identities,
@@ -37,17 +38,22 @@ type store interface {
 
 func newLogger(cfg config, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	if tracing.Enabled(cfg.otel) {
+		// A request's lines carry its trace and span ids.
+		h = tracing.LogHandler(h)
+	}
+	return slog.New(h)
 }
 
 // openStore opens and migrates the configured database. log receives the
 // store's warnings (a database outage).
-func openStore(ctx context.Context, cfg config, log *slog.Logger) (store, error) {
+func openStore(ctx context.Context, cfg config, log *slog.Logger, tr *tracer) (store, error) {
 	if cfg.postgres() {
-		return postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{Logger: log})
+		return postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{Logger: log, Trace: tr.statement("postgresql")})
 	}
 	sync := sqlite.SyncFull
 	if cfg.SQLiteSync == "normal" {
@@ -57,7 +63,7 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger) (store, error)
 	if cache == 0 {
 		cache = -1 // sqlite.Options: negative turns the cache off
 	}
-	return sqlite.Open(ctx, cfg.sqlitePath(), sqlite.Options{Sync: sync, CacheRecords: cache})
+	return sqlite.Open(ctx, cfg.sqlitePath(), sqlite.Options{Sync: sync, CacheRecords: cache, Trace: tr.statement("sqlite")})
 }
 
 var serveCommand = &command{
@@ -145,10 +151,17 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	tr, err := startTracing(ctx, cfg, b.String(), log)
+	if err != nil {
+		return err
+	}
+	if tr != nil {
+		defer tr.stop()
+	}
 	if metricsLn != nil {
 		defer metricsLn.Close()
 	}
-	db, err := openStore(ctx, cfg, log)
+	db, err := openStore(ctx, cfg, log, tr)
 	if err != nil {
 		return err
 	}
@@ -159,6 +172,9 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	}()
 	hasher := argon2id.New()
 	service := resourceapi.NewService(db, hasher)
+	if tr != nil {
+		service.SetTracer(tr.Service)
+	}
 	id, err := newIdentity(ctx, cfg, db, hasher, log)
 	if err != nil {
 		return err
@@ -169,7 +185,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	service.SetAuthenticator(id.auth)
 	// Deferred after the identity and the database, so that it runs before
 	// their Close: the relay's last round needs both.
-	ev, err := startEvents(ctx, cfg, db, id.redis, log)
+	ev, err := startEvents(ctx, cfg, db, id.redis, log, tr.publish())
 	if err != nil {
 		return err
 	}
@@ -233,6 +249,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		MaxResponseBytes: cfg.GraphQLMaxResponseBytes,
 		MaxRecords:       cfg.GraphQLMaxRecords,
 		Observe:          observeOperation,
+		Trace:            tr.operation(),
 	})
 	if m != nil {
 		watchMetrics(m, db, id, ev, gql)
@@ -251,6 +268,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		Vendor:         cfg.Vendor,
 		CORSOrigins:    cfg.CORSOrigins,
 		Observer:       observer,
+		Trace:          tr.request(),
 		Metrics:        metricsPage,
 		// Server-Sent Events, under the caps of subscription connections.
 		EventStream: &http.EventStreamConfig{Events: events, Log: db,
