@@ -294,16 +294,16 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	if err := bootstrapAdmin(ctx, cfg, firstAdmin, service, hasher, stderr, log); err != nil {
 		return err
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "database", cfg.describeDatabase(), "version", b.String())
-
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
 	if metricsLn != nil {
 		msrv := metricsServer(m, log)
 		go msrv.Serve(metricsLn) //nolint:errcheck // ends with Close below
 		defer msrv.Close()
 		log.Info("metrics listening", "addr", metricsLn.Addr().String())
 	}
+	log.Info("listening", "addr", ln.Addr().String(), "database", cfg.describeDatabase(), "version", b.String())
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
 	select {
 	case err := <-served:
 		return fmt.Errorf("serve: %w", err)
