@@ -197,7 +197,7 @@ func NewMessage(ev resourceapi.Event) (Message, error) {
 	body, err := json.Marshal(map[string]any{
 		"type":      ev.Name,
 		"timestamp": ev.At.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
-		"data": map[string]any{"id": ev.ID, "resource": ev.Resource, "actor": ev.Actor, "record": rec},
+		"data":      map[string]any{"id": ev.ID, "resource": ev.Resource, "actor": ev.Actor, "record": rec},
 	})
 	if err != nil {
 		return Message{}, err
