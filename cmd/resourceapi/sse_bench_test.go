@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -16,7 +17,7 @@ import (
 )
 
 // BenchmarkSSEFanout measures Server-Sent Events on one SQLite instance:
-// SSE_CLIENTS (1,000) streams of every users event, one client creating
+// SSE_CLIENTS (default 1,000) streams of every users event, one client creating
 // users one at a time over REST; it reports each event's arrival at every
 // stream after the POST was sent and after its 201 was read (p50, p99), and
 // the heap each idle stream costs (server and this lean client together:
@@ -25,6 +26,9 @@ import (
 //	go test -run '^$' -bench SSEFanout -benchtime 200x ./cmd/resourceapi
 func BenchmarkSSEFanout(b *testing.B) {
 	clients := 1000
+	if n, err := strconv.Atoi(os.Getenv("SSE_CLIENTS")); err == nil && n > 0 {
+		clients = n // SSE_CLIENTS=1: the baseline of the same run
+	}
 	srv := startInProcess(b, "RESOURCEAPI_DATABASE_URL="+filepath.Join(b.TempDir(), "fan.db"),
 		"RESOURCEAPI_WS_MAX_PER_USER=0", "RESOURCEAPI_WS_MAX_PER_ADDR=0")
 	admin := printedKey.FindStringSubmatch(srv.log.String())[1]
