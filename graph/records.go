@@ -229,16 +229,6 @@ func (ps listParams) values() url.Values {
 	return v
 }
 
-// limit returns the limit argument, or nil.
-func (ps listParams) limit() *int {
-	for _, p := range ps {
-		if n, ok := p.value.(*int); ok && p.name == "limit" {
-			return n
-		}
-	}
-	return nil
-}
-
 // page reads a page of res (within the parent's records when parent is not
 // 0), its arguments read by the function REST reads its query parameters
 // with (Options.ParseListQuery), and returns it as a value of the page type
