@@ -43,6 +43,69 @@ type ListQuery struct {
 	// Fields lists the fields to show, in declaration order; nil shows all.
 	// Stores ignore it and return whole records; transports select.
 	Fields []string
+	// Cursor, when set, is where the page starts instead of Offset (which
+	// is then 0): the records right after it in the list's order, or, with
+	// Cursor.Before, the Limit records right before it. The page is then
+	// one range read of an index whatever its depth, and records added or
+	// removed before the cursor move no record into or out of it.
+	Cursor *Cursor
+	// NoTotal says the caller needs no Total: the store leaves it -1 and
+	// skips counting.
+	NoTotal bool
+}
+
+// Cursor is a position in a sorted list: the value of the sort field and
+// the id of one record (the last of a page, or the first for Before). It
+// is only valid for the sort and direction it was made in; a transport
+// hands it to clients in a form they cannot forge (package http signs it).
+type Cursor struct {
+	// Sort and Desc are the order the position is in.
+	Sort string
+	Desc bool
+	// Value is the record's value of Sort, of its field's Go type, or nil
+	// for null.
+	Value any
+	// ID is the record's id, which breaks ties of Value.
+	ID int64
+	// Before asks for the records before the position rather than after it.
+	Before bool
+}
+
+// CursorOf returns the position of rec in the order of q, for a page
+// after it (before false) or before it.
+func (q ListQuery) CursorOf(rec Record, before bool) Cursor {
+	return Cursor{Sort: q.Sort, Desc: q.Desc, Value: rec[q.Sort], ID: rec.ID(), Before: before}
+}
+
+// CursorRefused returns why q's cursor cannot be used with the rest of q
+// on res, or "" (also when q has none): it must be of q's own sort and
+// direction, name a possible record, and not be combined with an offset.
+func CursorRefused(res *Resource, q ListQuery) string {
+	c := q.Cursor
+	switch {
+	case c == nil:
+		return ""
+	case q.Offset != 0:
+		return "cannot be combined with page or offset"
+	case c.Sort != q.Sort || c.Desc != q.Desc:
+		return "was made for another sort or order; keep the sort and order of the request that returned it"
+	case c.ID < 1 || c.ID > MaxID:
+		return "is not a position in this list"
+	}
+	f := res.Field(c.Sort)
+	if f == nil || !f.Sortable {
+		return "is not a position in this list"
+	}
+	if c.Value == nil {
+		if !f.Nullable {
+			return "is not a position in this list"
+		}
+		return ""
+	}
+	if checkType(f, c.Value) != "" {
+		return "is not a position in this list"
+	}
+	return ""
 }
 
 // FilterValue is one filter with the value it was given: for
@@ -90,6 +153,12 @@ func (q ListQuery) Check(res *Resource) error {
 	}
 	if why := SortRefused(res, q.Sort); why != "" {
 		bad("sort", why)
+	} else if why := CursorRefused(res, q); why != "" {
+		name := "after"
+		if q.Cursor.Before {
+			name = "before"
+		}
+		bad(name, why)
 	}
 	if len(q.Search) > MaxSearchLength || strings.ContainsRune(q.Search, 0) {
 		bad("q", "must be at most "+strconv.Itoa(MaxSearchLength)+" bytes, without NUL")
@@ -163,14 +232,19 @@ func truncateText(s string, n int) string {
 // Page is one page of a collection.
 type Page struct {
 	Records []Record
-	// Total counts every record that matches the query, on all pages.
+	// Total counts every record that matches the query, on all pages; -1
+	// when the query asked for none (ListQuery.NoTotal).
 	Total int
+	// More reports that records follow the page in the direction it was
+	// read: after its last record, or, for a page before a cursor, before
+	// its first.
+	More bool
 }
 
 // Pages returns the number of pages of the given size: ceil(total/limit), 0
 // when there are no records.
 func (p Page) Pages(limit int) int {
-	if limit <= 0 {
+	if limit <= 0 || p.Total < 0 {
 		return 0
 	}
 	return (p.Total + limit - 1) / limit

@@ -16,7 +16,7 @@ import (
 func TestListPagination(t *testing.T) {
 	forEachStore(t, func(t *testing.T, c *client) {
 		recs, pag := c.get("/api/users?status=deleted").list(t)
-		if len(recs) != 0 || fmt.Sprint(pag) != "map[limit:20 page:1 pages:0 total:0]" {
+		if len(recs) != 0 || fmt.Sprint(pag) != "map[limit:20 next_cursor:<nil> page:1 pages:0 prev_cursor:<nil> total:0]" {
 			t.Errorf("empty list: %d records, pagination %v; want none and pages 0", len(recs), pag)
 		}
 		// The test server's admin is user 1: 44 more make 45.
@@ -52,6 +52,15 @@ func TestListPagination(t *testing.T) {
 				t.Errorf("%s: ids = %v, want %v", tt.query, got, want)
 			}
 			wantPag := map[string]any{"page": num(tt.page), "limit": num(tt.limit), "total": num(tt.total), "pages": num(tt.pages)}
+			// The cursors are checked by TestCursor*.
+			if _, ok := pag["next_cursor"]; !ok {
+				t.Errorf("%s: no next_cursor in %v", tt.query, pag)
+			}
+			if _, ok := pag["prev_cursor"]; !ok {
+				t.Errorf("%s: no prev_cursor in %v", tt.query, pag)
+			}
+			delete(pag, "next_cursor")
+			delete(pag, "prev_cursor")
 			if fmt.Sprint(pag) != fmt.Sprint(wantPag) {
 				t.Errorf("%s: pagination = %v, want %v", tt.query, pag, wantPag)
 			}
@@ -61,7 +70,7 @@ func TestListPagination(t *testing.T) {
 		if got := objectKeys(t, r.body); !slices.Equal(got, []string{"data", "pagination"}) {
 			t.Errorf("envelope keys = %v", got)
 		}
-		if !strings.HasSuffix(string(r.body), `"pagination":{"page":1,"limit":1,"total":45,"pages":45}}`) {
+		if !strings.Contains(string(r.body), `"pagination":{"page":1,"limit":1,"total":45,"pages":45,"next_cursor":"`) {
 			t.Errorf("pagination rendering: %s", r.body)
 		}
 		// An empty page is [] (never null).

@@ -206,8 +206,10 @@ answered in ` + "`API-Version`" + `.
 ` + "`UNAUTHENTICATED`" + `; an invalid one 403 ` + "`INVALID_TOKEN`" + `; a missing permission 403 ` + "`FORBIDDEN`" + `; two of them,
 or one in the URL, 400.
 
-**Lists** return ` + "`{\"data\": [...], \"pagination\": {\"page\", \"limit\", \"total\", \"pages\"}}`" + ` and take ` + "`page`" + `,
-` + "`limit`" + ` (1 to 100), ` + "`sort`" + ` and ` + "`order`" + `, ` + "`q`" + ` (a case-insensitive substring of the searchable
+**Lists** return ` + "`{\"data\": [...], \"pagination\": {\"page\", \"limit\", \"total\", \"pages\", \"next_cursor\", \"prev_cursor\"}}`" + `, with a
+` + "`Link`" + ` header (RFC 8288: ` + "`first`, `prev`, `next`" + `, and ` + "`last`" + ` for numbered pages), and take ` + "`page`" + ` or a cursor
+(` + "`after`" + `=next_cursor, ` + "`before`" + `=prev_cursor: the same cost at any depth, stable under inserts and deletes),
+` + "`total=false`" + `, ` + "`limit`" + ` (1 to 100), ` + "`sort`" + ` and ` + "`order`" + `, ` + "`q`" + ` (a case-insensitive substring of the searchable
 fields), ` + "`fields`" + ` (the fields to show) and the resource's filters. A parameter given twice, or a bad
 value, is 400 ` + "`VALIDATION_ERROR`" + ` with one detail per parameter; unknown parameters are ignored.
 
@@ -455,13 +457,18 @@ func (g *docGen) paginationSchema() {
 	count := func(desc string, min int64) *schema {
 		return &schema{Type: "integer", Minimum: new(min), Description: desc}
 	}
+	cursor := func(desc string) *schema {
+		return &schema{Type: []any{"string", "null"}, Description: desc}
+	}
 	g.comp.Schemas.set("Pagination", &schema{Type: "object", AdditionalProperties: new(false),
-		Required: []string{"page", "limit", "total", "pages"},
+		Required: []string{"limit", "next_cursor", "prev_cursor"},
 		Properties: ordered[*schema]{
-			{"page", count("The page, from 1.", 1)},
+			{"page", count("The page, from 1 (not on a page read by cursor).", 1)},
 			{"limit", &schema{Type: "integer", Minimum: new(int64(1)), Maximum: new(int64(resourceapi.MaxLimit)), Description: "Records per page."}},
-			{"total", count("Records that match, on all pages.", 0)},
-			{"pages", count("Pages of this size: total divided by limit, rounded up (0 when nothing matches).", 0)},
+			{"total", count("Records that match, on all pages (not with `total=false`).", 0)},
+			{"pages", count("Pages of this size: total divided by limit, rounded up (0 when nothing matches; not on a page read by cursor, nor with `total=false`).", 0)},
+			{"next_cursor", cursor("The cursor of the next page (`after=`), or null when no record follows.")},
+			{"prev_cursor", cursor("The cursor of the previous page (`before=`), or null at the start of the list.")},
 		}})
 }
 
@@ -805,8 +812,9 @@ func (g *docGen) resourceRoute(paths *ordered[*oaPathItem], rt route) {
 			Description: g.listDescription(res, nested) + "\n\n" + access}
 		get.Responses.set("200", g.success("One page, in the list envelope.", ref("schemas", n.list),
 			ordered[any]{{"data", []any{visibleExample(res, false)}},
-				{"pagination", ordered[any]{{"page", 1}, {"limit", resourceapi.DefaultLimit}, {"total", 1}, {"pages", 1}}}},
-			hETag, hCacheControl))
+				{"pagination", ordered[any]{{"page", 1}, {"limit", resourceapi.DefaultLimit}, {"total", 1}, {"pages", 1},
+					{"next_cursor", nil}, {"prev_cursor", nil}}}},
+			hETag, hCacheControl, hLink))
 		get.Responses.set("304", g.notModified(false))
 		g.errors(get, 400, 401, 403)
 		if nested {
@@ -951,7 +959,7 @@ func (g *docGen) listDescription(res *resourceapi.Resource, nested bool) string 
 
 // listParams are the query parameters of a list.
 func (g *docGen) listParams(res *resourceapi.Resource) []*oaParam {
-	ps := []*oaParam{g.param("page"), g.param("limit")}
+	ps := []*oaParam{g.param("page"), g.param("after"), g.param("before"), g.param("limit"), g.param("total")}
 	var sortable []any
 	for _, name := range res.SortableFields() {
 		sortable = append(sortable, name)
@@ -1053,6 +1061,12 @@ func (g *docGen) param(name string) *oaParam {
 var sharedParams = map[string]*oaParam{
 	"page": {Name: "page", In: "query", Description: "The page, from 1.",
 		Schema: &schema{Type: "integer", Minimum: new(int64(1)), Maximum: new(int64(resourceapi.MaxOffset / resourceapi.MaxLimit)), Default: 1}},
+	"after": {Name: "after", In: "query", Description: "A cursor (`next_cursor` of a page): the page of records right after it, in the same sort and order, whatever its depth. Not with `page` or `before`; a cursor that is not one of this list, or was altered, is 400.",
+		Schema: &schema{Type: "string", MaxLength: new(MaxCursorLength)}},
+	"before": {Name: "before", In: "query", Description: "A cursor (`prev_cursor` of a page): the page of records right before it, in the same sort and order. Not with `page` or `after`.",
+		Schema: &schema{Type: "string", MaxLength: new(MaxCursorLength)}},
+	"total": {Name: "total", In: "query", Description: "`false` leaves `total` and `pages` out of the envelope, and spares counting.",
+		Schema: &schema{Type: "boolean", Default: true}},
 	"limit": {Name: "limit", In: "query", Description: "Records per page.",
 		Schema: &schema{Type: "integer", Minimum: new(int64(1)), Maximum: new(int64(resourceapi.MaxLimit)), Default: resourceapi.DefaultLimit}},
 	"order": {Name: "order", In: "query", Description: "The direction of the sort.",
@@ -1105,6 +1119,7 @@ const (
 	hRetryAfter      = "Retry-After"
 	hWWWAuthenticate = "WWW-Authenticate"
 	hCSP             = "Content-Security-Policy"
+	hLink            = "Link"
 	// hWWWAuthenticateSometimes is WWW-Authenticate where only some
 	// responses carry it (403: INVALID_TOKEN, not FORBIDDEN).
 	hWWWAuthenticateSometimes = "WWW-Authenticate.INVALID_TOKEN"
@@ -1138,6 +1153,8 @@ var sharedHeaders = map[string]*oaHeader{
 	hWWWAuthenticateSometimes: {Description: "On INVALID_TOKEN: `Bearer realm=\"<vendor>\", error=\"invalid_token\"`.",
 		Schema: &schema{Type: "string"}},
 	hCSP: {Required: true, Description: "The page may load only what this server serves.",
+		Schema: &schema{Type: "string"}},
+	hLink: {Required: true, Description: "RFC 8288 links to the pages beside this one, absolute URLs with the request's other parameters: `first`, `prev` and `next` (by cursor, or by page number with `page=`), and `last` with `page=` when the total is known.",
 		Schema: &schema{Type: "string"}},
 }
 

@@ -39,7 +39,16 @@ func checkUTF8(params url.Values) ([]resourceapi.FieldError, map[string]bool) {
 // res. Parameters that are not part of the list interface are ignored, but
 // any parameter that is not valid UTF-8 is refused. Every bad parameter
 // gives one detail of a CodeValidation error.
+//
+// ParseListQuery refuses cursors (after= and before=), which only a
+// server's Cursors can read: see Cursors.ParseListQuery.
 func ParseListQuery(res *resourceapi.Resource, params url.Values) (resourceapi.ListQuery, error) {
+	return (*Cursors)(nil).ParseListQuery(res, params)
+}
+
+// ParseListQuery is the package's ParseListQuery, reading the cursors of
+// after= and before= as cs made them.
+func (cs *Cursors) ParseListQuery(res *resourceapi.Resource, params url.Values) (resourceapi.ListQuery, error) {
 	q := resourceapi.ListQuery{Limit: resourceapi.DefaultLimit, Sort: "id"}
 	page := 1
 	details, notText := checkUTF8(params)
@@ -57,6 +66,34 @@ func ParseListQuery(res *resourceapi.Resource, params url.Values) (resourceapi.L
 		return vs[0], true
 	}
 
+	_, paged := params["page"]
+	for _, name := range [...]string{"after", "before"} {
+		v, ok := one(name)
+		switch {
+		case !ok:
+		case q.Cursor != nil:
+			bad(name, "cannot be combined with after")
+		case paged:
+			bad(name, "cannot be combined with page")
+		default:
+			c, why := cs.Decode(res, v)
+			if why != "" {
+				bad(name, why)
+				continue
+			}
+			c.Before = name == "before"
+			q.Cursor = &c
+		}
+	}
+	if v, ok := one("total"); ok {
+		switch v {
+		case "true":
+		case "false":
+			q.NoTotal = true
+		default:
+			bad("total", "must be true or false")
+		}
+	}
 	if v, ok := one("page"); ok {
 		n, err := strconv.Atoi(v)
 		switch {
@@ -154,10 +191,17 @@ func ParseListQuery(res *resourceapi.Resource, params url.Values) (resourceapi.L
 		}
 		q.Filters = append(q.Filters, resourceapi.FilterValue{Filter: f, Value: value})
 	}
+	q.SetPage(page)
+	if why := resourceapi.CursorRefused(res, q); why != "" && !slices.ContainsFunc(details, func(d resourceapi.FieldError) bool { return d.Field == "sort" || d.Field == "order" }) {
+		name := "after"
+		if q.Cursor.Before {
+			name = "before"
+		}
+		bad(name, why)
+	}
 	if len(details) > 0 {
 		return resourceapi.ListQuery{}, &resourceapi.Error{Code: resourceapi.CodeValidation, Message: "Query parameters are not valid", Details: details}
 	}
-	q.SetPage(page)
 	return q, nil
 }
 

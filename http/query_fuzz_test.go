@@ -24,7 +24,7 @@ func FuzzParseListQuery(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	params := map[string]bool{"page": true, "limit": true, "sort": true, "order": true, "q": true, "fields": true}
+	params := map[string]bool{"page": true, "limit": true, "sort": true, "order": true, "q": true, "fields": true, "after": true, "before": true, "total": true}
 	for _, flt := range resourceapi.Users.Filters {
 		params[flt.Param] = true
 	}

@@ -103,7 +103,7 @@ func (h *resourceHandlers) list() http.Handler {
 		if err != nil {
 			return err
 		}
-		q, err := ParseListQuery(h.res, r.URL.Query())
+		q, err := h.s.cursors.ParseListQuery(h.res, r.URL.Query())
 		if err != nil {
 			return err
 		}
@@ -123,16 +123,32 @@ func (h *resourceHandlers) list() http.Handler {
 				return err
 			}
 		}
-		b = append(b, `],"pagination":{"page":`...)
-		b = strconv.AppendInt(b, int64(q.Page()), 10)
-		b = append(b, `,"limit":`...)
+		// A cursor page has no number; a list without its total has no
+		// count of pages either.
+		b = append(b, `],"pagination":{`...)
+		if q.Cursor == nil {
+			b = append(b, `"page":`...)
+			b = strconv.AppendInt(b, int64(q.Page()), 10)
+			b = append(b, ',')
+		}
+		b = append(b, `"limit":`...)
 		b = strconv.AppendInt(b, int64(q.Limit), 10)
-		b = append(b, `,"total":`...)
-		b = strconv.AppendInt(b, int64(page.Total), 10)
-		b = append(b, `,"pages":`...)
-		b = strconv.AppendInt(b, int64(page.Pages(q.Limit)), 10)
+		if !q.NoTotal {
+			b = append(b, `,"total":`...)
+			b = strconv.AppendInt(b, int64(page.Total), 10)
+			if q.Cursor == nil {
+				b = append(b, `,"pages":`...)
+				b = strconv.AppendInt(b, int64(page.Pages(q.Limit)), 10)
+			}
+		}
+		links := h.linksOf(q, page)
+		b = append(b, `,"next_cursor":`...)
+		b = appendCursor(b, links.next)
+		b = append(b, `,"prev_cursor":`...)
+		b = appendCursor(b, links.prev)
 		b = append(b, `}}`...)
 		*buf = b
+		h.s.setLinks(w, r, q, page, links)
 		// A collection has no single modification time, so its validator is
 		// the hash of exactly what was sent.
 		writeCacheable(w, r, b, etagOf(b), time.Time{})

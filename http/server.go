@@ -67,6 +67,10 @@ type Config struct {
 	Metrics http.Handler
 	// EventStream, when set, serves GET /api/events (events.go).
 	EventStream *EventStreamConfig
+	// CursorKey signs the cursors of list pages (see Cursors). Instances
+	// that serve the same database must share it; when empty, a random
+	// key is used, and only this server accepts its cursors.
+	CursorKey []byte
 }
 
 // Server is the REST API over one store. Its Handler is safe for concurrent
@@ -88,6 +92,7 @@ type Server struct {
 	tracer         func(r *http.Request) (context.Context, func(route string, status int))
 	metrics        http.Handler
 	events         *eventStreams
+	cursors        *Cursors
 
 	ids     *idGenerator
 	handler http.Handler
@@ -122,6 +127,7 @@ func NewServer(cfg Config) *Server {
 		tracer:         cfg.Trace,
 		metrics:        cfg.Metrics,
 		ids:            newIDGenerator(),
+		cursors:        NewCursors(cfg.CursorKey),
 	}
 	if cfg.EventStream != nil {
 		s.events = newEventStreams(*cfg.EventStream)

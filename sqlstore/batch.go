@@ -84,6 +84,10 @@ func (s *Store) ListEach(ctx context.Context, res *resourceapi.Resource, field s
 	if f == nil || f.Type != resourceapi.TypeInt {
 		return nil, fmt.Errorf("list %s: cannot group by %q", res.Name, field)
 	}
+	if lq.Cursor != nil {
+		// Each value's page would need a position of its own.
+		return nil, fmt.Errorf("list %s: a batched list takes no cursor", res.Name)
+	}
 	values = distinct(values)
 	var key string
 	if s.cache != nil {
@@ -110,7 +114,7 @@ func (s *Store) ListEach(ctx context.Context, res *resourceapi.Resource, field s
 		err := s.reader.Read(ctx, func(ctx context.Context, tx Querier) error {
 			out = out[:base] // a read may run twice (DB.Lost)
 			cols := s.readColumns(res)
-			order := s.orderBy(res, lq)
+			order := s.orderBy(res, lq.Sort, lq.Desc, lq.Search != "")
 			q := s.newQuery()
 			// The inner query numbers each value's matching records in the
 			// sort order; the outer reads the rows of each value's page.

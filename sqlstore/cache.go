@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/resourceapi/resourceapi"
 )
@@ -349,24 +350,43 @@ func listKey(lq resourceapi.ListQuery) string {
 	b = strconv.AppendBool(b, lq.Desc)
 	b = append(b, '|')
 	b = strconv.AppendQuote(b, lq.Search)
+	b = append(b, '|')
+	b = strconv.AppendBool(b, lq.NoTotal)
+	if c := lq.Cursor; c != nil {
+		// The cursor's sort and direction are the query's (Check).
+		b = append(b, "|@"...)
+		b = strconv.AppendBool(b, c.Before)
+		b = append(b, '/')
+		b = strconv.AppendInt(b, c.ID, 10)
+		b = append(b, '/')
+		b = appendKeyValue(b, c.Value)
+	}
 	for _, fv := range lq.Filters {
 		b = append(b, '|')
 		b = append(b, fv.Filter.Param...) // "" for an internal filter:
 		b = append(b, '/')
 		b = append(b, fv.Filter.Field...) // the field tells it apart
 		b = append(b, '=')
-		switch v := fv.Value.(type) {
-		case string:
-			b = strconv.AppendQuote(b, v)
-		case int64:
-			b = strconv.AppendInt(b, v, 10)
-		case bool:
-			b = strconv.AppendBool(b, v)
-		default:
-			b = fmt.Appendf(b, "%T:%v", v, v)
-		}
+		b = appendKeyValue(b, fv.Value)
 	}
 	return string(b)
+}
+
+// appendKeyValue appends a value of a list query to its cache key.
+func appendKeyValue(b []byte, v any) []byte {
+	switch v := v.(type) {
+	case string:
+		return strconv.AppendQuote(b, v)
+	case int64:
+		return strconv.AppendInt(b, v, 10)
+	case bool:
+		return strconv.AppendBool(b, v)
+	case time.Time:
+		return v.UTC().AppendFormat(b, time.RFC3339Nano)
+	case nil:
+		return append(b, "null"...)
+	}
+	return fmt.Appendf(b, "%T:%v", v, v)
 }
 
 // version implements Store.Version: the sum of the global epoch and the

@@ -421,22 +421,27 @@ func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource,
 	}
 	q.WriteString("SELECT " + cols.list + ", ")
 	// The total comes with every row. With q, a window function counts the
-	// matches, so the index search runs once. Otherwise a subquery, which
-	// both databases run once per statement: without filters but the
+	// matches, so the index search runs once; not after a cursor, which
+	// leaves rows out of the window. Otherwise a subquery, which both
+	// databases run once per statement: without filters but the
 	// soft-delete state it reads row_counts, which triggers keep in every
 	// schema (counting rows costs SQLite about 50 ns a row, and PostgreSQL's
 	// count visits the table until it is vacuumed).
-	if lq.Search != "" {
+	switch {
+	case lq.NoTotal:
+		q.WriteString("-1")
+	case lq.Search != "" && lq.Cursor == nil:
 		q.WriteString("count(*) OVER ()")
-	} else {
+	default:
 		q.WriteString("(")
 		s.count(q, res, lq)
 		q.WriteString(")")
 	}
 	q.WriteString(s.versionColumn(s.identityCheck(ctx)) + " FROM " + res.Name)
-	q.where(res, lq)
-	q.WriteString(" ORDER BY " + s.orderBy(res, lq))
-	q.WriteString(" LIMIT " + q.Arg(lq.Limit) + " OFFSET " + q.Arg(lq.Offset))
+	desc := readsDesc(lq)
+	q.where(res, lq, s.keyset(q, res, lq, desc)...)
+	q.WriteString(" ORDER BY " + s.orderBy(res, lq.Sort, desc, lq.Search != ""))
+	q.WriteString(pageLimit(q, lq))
 	return s.scanPage(ctx, tx, q, cols, res, lq)
 }
 
@@ -444,6 +449,64 @@ func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource,
 // database that does (IDsFirst): below it, reading the skipped rows costs
 // less than looking the page's rows up again by id.
 const deepOffset = 200
+
+// readsDesc reports whether lq's page is read in descending order: a page
+// before a cursor is read backwards from it, then turned round (scanPage).
+func readsDesc(lq resourceapi.ListQuery) bool {
+	return lq.Desc != (lq.Cursor != nil && lq.Cursor.Before)
+}
+
+// pageLimit returns the LIMIT (and OFFSET) of lq's page: one row more than
+// the page, which tells whether another page follows (Page.More).
+func pageLimit(q *Query, lq resourceapi.ListQuery) string {
+	out := " LIMIT " + q.Arg(lq.Limit+1)
+	if lq.Offset > 0 {
+		out += " OFFSET " + q.Arg(lq.Offset)
+	}
+	return out
+}
+
+// keyset returns the condition that selects the records after lq's cursor
+// in the order of its sort field, descending when desc, then id in the same
+// direction, nulls sorting as the smallest value: one range of the index
+// of the sort field, so that a page costs the same at any depth. It is
+// none without a cursor.
+func (s *Store) keyset(q *Query, res *resourceapi.Resource, lq resourceapi.ListQuery, desc bool) []string {
+	c := lq.Cursor
+	if c == nil {
+		return nil
+	}
+	f := res.Field(c.Sort)
+	col := s.dialect.OrderBy(column(f), lq.Search != "")
+	op := " > "
+	if desc {
+		op = " < "
+	}
+	if f.Name == "id" {
+		return []string{col + op + q.Arg(c.ID)}
+	}
+	if c.Value == nil {
+		// Only a nullable field has null positions. Nulls come first in
+		// ascending order, last in descending order.
+		if desc {
+			return []string{"(" + col + " IS NULL AND id < " + q.Arg(c.ID) + ")"}
+		}
+		return []string{"(" + col + " IS NULL AND id > " + q.Arg(c.ID) + " OR " + col + " IS NOT NULL)"}
+	}
+	var v string
+	if b, ok := c.Value.(bool); ok {
+		v = s.dialect.Bool(b) // as filters do (see Query.where)
+	} else {
+		v = q.Arg(c.Value)
+	}
+	// A row value comparison, which both databases read as one range of an
+	// index on (column, id).
+	cond := "(" + col + ", id)" + op + "(" + v + ", " + q.Arg(c.ID) + ")"
+	if f.Nullable && desc {
+		cond = "(" + cond + " OR " + col + " IS NULL)"
+	}
+	return []string{cond}
+}
 
 // IDsFirst is implemented by a Dialect whose database should choose a
 // page's ids before it reads the page's rows (PostgreSQL), see idsFirst.
@@ -458,37 +521,59 @@ type IDsFirst interface {
 // the sort index and tests every row against the pattern, and counting the
 // matches with a window function reads them all anyway. A deep page walks
 // its OFFSET in the sort index alone (an index-only scan of (deleted,
-// <sort>, id)) instead of fetching every skipped row from the table.
+// <sort>, id)) instead of fetching every skipped row from the table. A
+// search after a cursor counts every match and pages from the cursor.
 func (s *Store) idsFirst(q *Query, cols *columns, res *resourceapi.Resource, lq resourceapi.ListQuery, version string) {
-	order := s.orderBy(res, lq)
+	desc := readsDesc(lq)
+	order := s.orderBy(res, lq.Sort, desc, lq.Search != "")
 	keys := "id"
 	if f := res.Field(lq.Sort); f.Name != "id" {
 		keys += ", " + column(f)
 	}
+	total := func() {
+		if lq.NoTotal {
+			q.WriteString("-1")
+			return
+		}
+		q.WriteString("(")
+		if lq.Search != "" {
+			q.WriteString("SELECT count(*) FROM m")
+		} else {
+			s.count(q, res, lq)
+		}
+		q.WriteString(")")
+	}
 	if lq.Search != "" {
 		q.WriteString("WITH m AS MATERIALIZED (SELECT " + keys + " FROM " + res.Name)
 		q.where(res, lq)
-		q.WriteString(") SELECT " + cols.list + ", (SELECT count(*) FROM m)")
+		q.WriteString(") SELECT " + cols.list + ", ")
+		total()
 	} else {
-		q.WriteString("SELECT " + cols.list + ", (")
-		s.count(q, res, lq)
-		q.WriteString(")")
+		q.WriteString("SELECT " + cols.list + ", ")
+		total()
 	}
 	q.WriteString(version + " FROM " + res.Name + " WHERE id IN (SELECT id FROM ")
 	if lq.Search != "" {
 		q.WriteString("m")
+		if keyset := s.keyset(q, res, lq, desc); len(keyset) > 0 {
+			q.WriteString(" WHERE " + keyset[0])
+		}
 	} else {
 		q.WriteString(res.Name)
-		q.where(res, lq)
+		q.where(res, lq, s.keyset(q, res, lq, desc)...)
 	}
-	q.WriteString(" ORDER BY " + order + " LIMIT " + q.Arg(lq.Limit) + " OFFSET " + q.Arg(lq.Offset) + ") ORDER BY " + order)
+	q.WriteString(" ORDER BY " + order + pageLimit(q, lq) + ") ORDER BY " + order)
 }
 
 // scanPage runs q, a page's statement (the record's columns, the total and,
 // when the caller's account is checked, the identity version), and reads
-// the page.
+// the page: at most lq.Limit records, in the list's order, and whether more
+// follow.
 func (s *Store) scanPage(ctx context.Context, tx Querier, q *Query, cols *columns, res *resourceapi.Resource, lq resourceapi.ListQuery) (resourceapi.Page, error) {
 	page := resourceapi.Page{Records: []resourceapi.Record{}}
+	if lq.NoTotal {
+		page.Total = -1
+	}
 	check := s.identityCheck(ctx)
 	rows, err := tx.QueryContext(ctx, q.String(), q.args...)
 	if err != nil {
@@ -497,6 +582,10 @@ func (s *Store) scanPage(ctx context.Context, tx Querier, q *Query, cols *column
 	defer rows.Close()
 	page.Records = make([]resourceapi.Record, 0, lq.Limit)
 	for rows.Next() {
+		if len(page.Records) == lq.Limit {
+			page.More = true
+			break
+		}
 		rec, err := s.scanChecked(rows, cols, check, &page.Total)
 		if err != nil {
 			return page, err
@@ -506,7 +595,10 @@ func (s *Store) scanPage(ctx context.Context, tx Querier, q *Query, cols *column
 	if err := rows.Err(); err != nil {
 		return page, err
 	}
-	if len(page.Records) == 0 && lq.Offset > 0 {
+	if lq.Cursor != nil && lq.Cursor.Before {
+		slices.Reverse(page.Records)
+	}
+	if len(page.Records) == 0 && (lq.Offset > 0 || lq.Cursor != nil) && !lq.NoTotal {
 		// Past the last page there is no row to carry the total.
 		count := s.newQuery()
 		s.count(count, res, lq)
@@ -517,20 +609,21 @@ func (s *Store) scanPage(ctx context.Context, tx Querier, q *Query, cols *column
 	return page, nil
 }
 
-// orderBy returns the sort of lq: its field, then id, in its direction.
-func (s *Store) orderBy(res *resourceapi.Resource, lq resourceapi.ListQuery) string {
+// orderBy returns the order of a list sorted by the field named sort: that
+// field, then id, descending when desc.
+func (s *Store) orderBy(res *resourceapi.Resource, sort string, desc, search bool) string {
 	dir := " ASC"
-	if lq.Desc {
+	if desc {
 		dir = " DESC"
 	}
 	// The sort field comes from the declaration (ParseListQuery checked it),
 	// never from the request's text.
-	sortField := res.Field(lq.Sort)
-	out := s.dialect.OrderBy(column(sortField), lq.Search != "") + dir
+	sortField := res.Field(sort)
+	out := s.dialect.OrderBy(column(sortField), search) + dir
 	if sortField.Nullable {
 		// null sorts as the smallest value on every database (PostgreSQL's
 		// default is the opposite; its indexes are declared to match).
-		if lq.Desc {
+		if desc {
 			out += " NULLS LAST"
 		} else {
 			out += " NULLS FIRST"

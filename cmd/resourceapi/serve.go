@@ -208,6 +208,12 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// List cursors are signed with a key kept there too, so that a cursor
+	// from one instance is accepted by every other.
+	cursorKey, err := db.Setting(ctx, "list_cursor_key", rand.Text()+rand.Text())
+	if err != nil {
+		return err
+	}
 	authServer := oauth.NewServer(oauth.Config{
 		Store:   db,
 		Auth:    id.auth,
@@ -273,6 +279,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		// Server-Sent Events, under the caps of subscription connections.
 		EventStream: &http.EventStreamConfig{Events: events, Log: db,
 			MaxPerCaller: noCapIfZero(cfg.WSMaxPerUser), MaxPerAddr: noCapIfZero(cfg.WSMaxPerAddr)},
+		CursorKey:      []byte(cursorKey),
 	})
 	// Long-lived requests (subscriptions) watch baseCtx: it ends after the
 	// graceful shutdown has let ordinary requests finish.
