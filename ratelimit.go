@@ -37,6 +37,10 @@ type RateDecision struct {
 	// RetryAfter, when Allowed is false, is how long until n requests would
 	// fit.
 	RetryAfter time.Duration
+	// Window is the time over which Limit requests come back, for the
+	// policy a transport announces (RateLimit-Policy); 0 when the limiter
+	// does not say.
+	Window time.Duration
 }
 
 // ClientBudget is the request budget of the client address one request

@@ -11,7 +11,7 @@ import (
 // created record lives, correlation, version and rate limits.
 const (
 	corsAllowHeaders  = "Accept, Authorization, Content-Type, If-Match, If-Modified-Since, If-None-Match, If-Unmodified-Since, X-API-Key, X-Request-ID"
-	corsExposeHeaders = "API-Version, ETag, Location, Retry-After, WWW-Authenticate, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-Request-ID"
+	corsExposeHeaders = "API-Version, ETag, Link, Location, Preference-Applied, RateLimit, RateLimit-Policy, Retry-After, WWW-Authenticate, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-Request-ID"
 	corsMaxAge        = "600" // seconds a browser may reuse a preflight
 )
 

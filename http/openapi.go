@@ -233,7 +233,8 @@ func (g *docGen) rateLimitNote() string {
 	return `
 
 **Rate limits.** When the server limits requests, every response under ` + "`/api`" + ` and ` + "`/oauth`" + ` says
-where the caller's budget stands (` + "`X-RateLimit-Limit`" + `, ` + "`X-RateLimit-Remaining`" + `, ` + "`X-RateLimit-Reset`" + `), and a
+where the caller's budget stands (` + "`X-RateLimit-Limit`" + `, ` + "`X-RateLimit-Remaining`" + `, ` + "`X-RateLimit-Reset`" + `, and the same
+in the standard fields ` + "`RateLimit-Policy: \"caller\";q=600;w=60`" + ` and ` + "`RateLimit: \"caller\";r=599;t=1`" + `), and a
 request over it is 429 ` + "`RATE_LIMITED`" + ` with ` + "`Retry-After`" + `.`
 }
 
@@ -1120,6 +1121,8 @@ const (
 	hWWWAuthenticate = "WWW-Authenticate"
 	hCSP             = "Content-Security-Policy"
 	hLink            = "Link"
+	hRateLimit       = "RateLimit"
+	hRateLimitPolicy = "RateLimit-Policy"
 	// hWWWAuthenticateSometimes is WWW-Authenticate where only some
 	// responses carry it (403: INVALID_TOKEN, not FORBIDDEN).
 	hWWWAuthenticateSometimes = "WWW-Authenticate.INVALID_TOKEN"
@@ -1154,6 +1157,10 @@ var sharedHeaders = map[string]*oaHeader{
 		Schema: &schema{Type: "string"}},
 	hCSP: {Required: true, Description: "The page may load only what this server serves.",
 		Schema: &schema{Type: "string"}},
+	hRateLimitPolicy: {Description: "The rate-limit policy (draft-ietf-httpapi-ratelimit-headers): `\"caller\";q=<X-RateLimit-Limit>;w=<window in seconds>` (when rate limiting is on).",
+		Schema: &schema{Type: "string"}},
+	hRateLimit: {Description: "Where the caller's budget stands (draft-ietf-httpapi-ratelimit-headers): `\"caller\";r=<X-RateLimit-Remaining>;t=<seconds until the budget is whole>` (when rate limiting is on).",
+		Schema: &schema{Type: "string"}},
 	hLink: {Required: true, Description: "RFC 8288 links to the pages beside this one, absolute URLs with the request's other parameters: `first`, `prev` and `next` (by cursor, or by page number with `page=`), and `last` with `page=` when the total is known.",
 		Schema: &schema{Type: "string"}},
 }
@@ -1184,7 +1191,7 @@ func (g *docGen) headers(api, rootLimited bool, names ...string) ordered[*oaHead
 		hs.set(key, g.header(n))
 	}
 	if api || rootLimited {
-		for _, n := range []string{hLimit, hRemaining, hReset} {
+		for _, n := range []string{hLimit, hRemaining, hReset, hRateLimitPolicy, hRateLimit} {
 			hs.set(n, g.header(n))
 		}
 	}

@@ -82,6 +82,7 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 		h["X-Ratelimit-Limit"] = []string{strconv.Itoa(d.Limit)}
 		h["X-Ratelimit-Remaining"] = []string{strconv.Itoa(max(d.Remaining, 0))}
 		h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(ceilUnix(d), 10)}
+		setRateLimitFields(h, d, time.Now())
 		if !d.Allowed {
 			if s.observer != nil {
 				s.observer.RateLimited()
@@ -240,4 +241,27 @@ func (d *debts) settle(ctx context.Context, l resourceapi.RateLimiter, key strin
 	dec.Allowed, dec.Remaining = false, 0
 	dec.RetryAfter = max(time.Duration(left)*every, time.Second)
 	return dec
+}
+
+// rateLimitPolicy names the one quota policy of the API in the standard
+// fields: each caller's budget (by user, or by client address).
+const rateLimitPolicy = `"caller"`
+
+// setRateLimitFields sets the fields of draft-ietf-httpapi-ratelimit-headers
+// (draft 10, structured fields, RFC 9651) from the same decision as the
+// X-RateLimit-* headers:
+//
+//	RateLimit-Policy: "caller";q=<limit>;w=<window seconds>
+//	RateLimit: "caller";r=<remaining>;t=<seconds until the budget is whole>
+//
+// q is X-RateLimit-Limit and r X-RateLimit-Remaining; t counts the seconds
+// from now to the reset that X-RateLimit-Reset gives as a time, rounded up.
+func setRateLimitFields(h http.Header, d resourceapi.RateDecision, now time.Time) {
+	policy := rateLimitPolicy + ";q=" + strconv.Itoa(d.Limit)
+	if w := int64(math.Ceil(d.Window.Seconds())); w > 0 {
+		policy += ";w=" + strconv.FormatInt(w, 10)
+	}
+	h["Ratelimit-Policy"] = []string{policy}
+	t := max(int64(math.Ceil(d.Reset.Sub(now).Seconds())), 0)
+	h["Ratelimit"] = []string{rateLimitPolicy + ";r=" + strconv.Itoa(max(d.Remaining, 0)) + ";t=" + strconv.FormatInt(t, 10)}
 }

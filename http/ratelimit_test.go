@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"regexp"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,21 @@ func mustRateHeaders(t *testing.T, r *reply, limit int) int {
 	reset, err := strconv.ParseInt(r.Header.Get("X-RateLimit-Reset"), 10, 64)
 	if now := time.Now().Unix(); err != nil || reset < now || reset > now+3600+1 {
 		t.Fatalf("%s %s: X-RateLimit-Reset = %q, want a Unix time within the window", r.Request.Method, r.Request.URL, r.Header.Get("X-RateLimit-Reset"))
+	}
+	// The standard fields (draft-ietf-httpapi-ratelimit-headers) say the
+	// same: the quota and window of the policy, what remains, and the
+	// seconds until the reset.
+	policy := regexp.MustCompile(`^"caller";q=(\d+);w=(\d+)$`).FindStringSubmatch(r.Header.Get("RateLimit-Policy"))
+	if policy == nil || policy[1] != strconv.Itoa(limit) {
+		t.Fatalf("%s %s: RateLimit-Policy = %q, want \"caller\";q=%d;w=<window>", r.Request.Method, r.Request.URL, r.Header.Get("RateLimit-Policy"), limit)
+	}
+	field := regexp.MustCompile(`^"caller";r=(\d+);t=(\d+)$`).FindStringSubmatch(r.Header.Get("RateLimit"))
+	if field == nil || field[1] != strconv.Itoa(rem) {
+		t.Fatalf("%s %s: RateLimit = %q, want r=%d", r.Request.Method, r.Request.URL, r.Header.Get("RateLimit"), rem)
+	}
+	w, _ := strconv.ParseInt(policy[2], 10, 64)
+	if secs, _ := strconv.ParseInt(field[2], 10, 64); secs < reset-time.Now().Unix()-1 || secs > reset-time.Now().Unix()+1 || secs > w {
+		t.Fatalf("%s %s: RateLimit t=%d, want the seconds until X-RateLimit-Reset %d, at most w=%d", r.Request.Method, r.Request.URL, secs, reset, w)
 	}
 	return rem
 }

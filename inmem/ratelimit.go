@@ -144,7 +144,7 @@ func (l *RateLimiter) AllowN(_ context.Context, key string, n int) (resourceapi.
 	}
 	// Remaining before this call: the whole tokens that have come back.
 	remaining := int((now + burst - tat) / interval)
-	d := resourceapi.RateDecision{Limit: l.limit, Remaining: remaining, Reset: time.Unix(0, tat)}
+	d := resourceapi.RateDecision{Limit: l.limit, Remaining: remaining, Reset: time.Unix(0, tat), Window: l.burst}
 	switch {
 	case n == 0:
 		d.Allowed = remaining >= 1

@@ -108,6 +108,7 @@ func (l *RateLimiter) decision(now time.Time, n int, res *redis_rate.Result) res
 		Limit:     limit,
 		Remaining: max(remaining, 0),
 		Reset:     now.Add(max(res.ResetAfter, 0)),
+		Window:    l.limit.Period,
 	}
 	refused := res.RetryAfter >= 0 // redis_rate returns -1 when it admits
 	switch {

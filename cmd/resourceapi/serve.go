@@ -279,7 +279,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		// Server-Sent Events, under the caps of subscription connections.
 		EventStream: &http.EventStreamConfig{Events: events, Log: db,
 			MaxPerCaller: noCapIfZero(cfg.WSMaxPerUser), MaxPerAddr: noCapIfZero(cfg.WSMaxPerAddr)},
-		CursorKey:      []byte(cursorKey),
+		CursorKey: []byte(cursorKey),
 	})
 	// Long-lived requests (subscriptions) watch baseCtx: it ends after the
 	// graceful shutdown has let ordinary requests finish.
