@@ -8,12 +8,14 @@
 package graph
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -291,12 +293,17 @@ func setDefaults(cfg *Options) {
 	}
 }
 
-// schemaText returns the schema's files, in order, as one document.
+// schemaText returns the schema's files as one document: the
+// specification's (schema.graphqls) first, then the others (what
+// internal/graphgen writes, which extends it) by name.
 func schemaText() []byte {
 	entries, err := fs.ReadDir(schemaFiles, "schema")
 	if err != nil {
 		panic(err)
 	}
+	slices.SortStableFunc(entries, func(a, b fs.DirEntry) int {
+		return cmp.Compare(b2i(a.Name() != "schema.graphqls"), b2i(b.Name() != "schema.graphqls"))
+	})
 	var out []byte
 	for _, e := range entries {
 		b, err := fs.ReadFile(schemaFiles, "schema/"+e.Name())
@@ -306,6 +313,13 @@ func schemaText() []byte {
 		out = append(out, b...)
 	}
 	return out
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // ServeHTTP implements http.Handler: /graphql (GraphQL over HTTP, the

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vektah/gqlparser/v2"
+	"github.com/vektah/gqlparser/v2/ast"
+
 	"github.com/resourceapi/resourceapi"
 	"github.com/resourceapi/resourceapi/graph"
 	rhttp "github.com/resourceapi/resourceapi/http"
@@ -237,5 +240,20 @@ func TestGeneratedSubscriptions(t *testing.T) {
 	s.mustData(s.admin, `mutation($p: ID!) { deleteProduct(id: $p) }`, map[string]any{"p": p.CreateProduct.ID}, &del)
 	if m := admin.next(); !strings.Contains(string(m.Payload), `"name":"Millstone"`) {
 		t.Fatalf("productDeleted event %s", m.Payload)
+	}
+}
+
+// The schema served at /graphql/schema.graphql is one valid document: the
+// specification's first, then what the declarations add to it.
+func TestServedSchemaHasEveryResource(t *testing.T) {
+	s := mustServer(t, backends()[0].open(t, nil))
+	r := s.send(http.MethodGet, "/graphql/schema.graphql", "", nil)
+	text := string(r.raw)
+	if _, err := gqlparser.LoadSchema(&ast.Source{Name: "schema.graphql", Input: text}); err != nil {
+		t.Fatalf("served schema: %v", err)
+	}
+	def, ext := strings.Index(text, "type Query {"), strings.Index(text, "extend type Query {")
+	if def < 0 || ext < def || !strings.Contains(text, "type Comment {") {
+		t.Fatalf("served schema: the specification's Query at %d, its extension at %d; want the definition first", def, ext)
 	}
 }
