@@ -119,17 +119,6 @@ func (es *eventStreams) acquire(user int64, addr string) (release func(), err er
 	}, nil
 }
 
-// Streams returns how many event streams are open on this instance.
-func (es *eventStreams) streams() int {
-	es.mu.Lock()
-	defer es.mu.Unlock()
-	n := 0
-	for _, c := range es.perUser {
-		n += c
-	}
-	return n
-}
-
 // arrived is an event as it reached this process's stream.
 type arrived struct {
 	ev resourceapi.Event
