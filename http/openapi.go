@@ -159,6 +159,14 @@ func (g *docGen) document(rs []route) *oaDocument {
 			g.docsRoute(&doc.Paths, rt)
 		case kindMetrics:
 			g.metricsRoute(&doc.Paths, rt)
+		case kindFront:
+			g.frontRoute(&doc.Paths)
+		case kindFavicon:
+			g.faviconRoute(&doc.Paths, rt)
+		case kindMe:
+			if rt.prefix == apiPrefixes[0] {
+				g.meRoute(&doc.Paths, rt)
+			}
 		case kindOAuth:
 			if rt.method == "" { // the subtree; the metadata route follows
 				g.oauthRoutes(&doc.Paths)

@@ -32,6 +32,9 @@ func (s *Server) routesOf(resources []*resourceapi.Resource) []route {
 		{method: "GET", path: "/docs", kind: kindDocs, handler: s.docsPage()},
 		{method: "GET", path: "/docs/{file}", kind: kindDocsFile, handler: s.docsPage()},
 	}
+	rs = append(rs,
+		route{method: "GET", path: "/{$}", kind: kindFront, handler: s.front()},
+		route{method: "GET", path: "/favicon.ico", kind: kindFavicon, handler: s.faviconHandler()})
 	if s.metrics != nil {
 		rs = append(rs, route{method: "GET", path: "/metrics", kind: kindMetrics, handler: s.api(s.metricsPage())})
 	}
@@ -54,6 +57,9 @@ func (s *Server) routesOf(resources []*resourceapi.Resource) []route {
 		for _, prefix := range apiPrefixes {
 			rs = append(rs, route{method: "DELETE", prefix: prefix, path: "/users/{id}/sessions", kind: kindSessions,
 				handler: s.api(s.endSessions())})
+			// The caller's own user; the literal wins over /users/{id}.
+			rs = append(rs, route{method: "GET", prefix: prefix, path: "/users/me", kind: kindMe,
+				handler: s.api(s.me())})
 		}
 	}
 	if s.events != nil {
@@ -127,6 +133,9 @@ const (
 	kindSessions
 	kindMetrics
 	kindEvents
+	kindFront
+	kindFavicon
+	kindMe
 )
 
 // mux registers the routes on a ServeMux, behind routeErrors.
@@ -134,6 +143,13 @@ func (s *Server) mux(rs []route) http.Handler {
 	mux := http.NewServeMux()
 	for _, rt := range rs {
 		mux.Handle(rt.pattern(), rt.handler)
+		if rt.kind == kindMe {
+			// Without these, the methods of /users/{id} would answer
+			// here too (as 404 for the id "me").
+			for _, m := range []string{"PUT", "PATCH", "DELETE", "POST", "OPTIONS"} {
+				mux.Handle(m+" "+rt.prefix+rt.path, s.onlyGet())
+			}
+		}
 	}
 	s.serveMux = mux
 	return s.routeErrors(mux)

@@ -62,6 +62,8 @@ type Config struct {
 	// called with the route label (as Observer's) and the status once the
 	// request is answered (package tracing: a span per request).
 	Trace func(r *http.Request) (context.Context, func(route string, status int))
+	// Version is the server's version, shown by the front page (GET /).
+	Version string
 	// Metrics, when set, is served at GET /metrics to an admin or a caller
 	// granted metrics:read (package metrics's handler).
 	Metrics http.Handler
@@ -91,6 +93,7 @@ type Server struct {
 	observer       Observer
 	tracer         func(r *http.Request) (context.Context, func(route string, status int))
 	metrics        http.Handler
+	version        string
 	events         *eventStreams
 	cursors        *Cursors
 
@@ -126,6 +129,7 @@ func NewServer(cfg Config) *Server {
 		observer:       cfg.Observer,
 		tracer:         cfg.Trace,
 		metrics:        cfg.Metrics,
+		version:        cfg.Version,
 		ids:            newIDGenerator(),
 		cursors:        NewCursors(cfg.CursorKey),
 	}

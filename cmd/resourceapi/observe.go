@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	nethttp "net/http"
+	"strconv"
 	"time"
 
 	"github.com/resourceapi/resourceapi"
@@ -65,4 +66,16 @@ func listenMetrics(cfg config) (net.Listener, error) {
 		return nil, fmt.Errorf("listen on %s (RESOURCEAPI_METRICS_ADDR): %w", cfg.MetricsAddr, err)
 	}
 	return ln, nil
+}
+
+// logURLs names the server's pages for people, at the address it listens on
+// (a wildcard address as localhost).
+func logURLs(log *slog.Logger, addr net.Addr) {
+	host := addr.String()
+	if a, ok := addr.(*net.TCPAddr); ok && a.IP.IsUnspecified() {
+		host = net.JoinHostPort("localhost", strconv.Itoa(a.Port))
+	}
+	base := "http://" + host
+	log.Info("urls", "home", base+"/", "docs", base+"/docs", "graphiql", base+"/graphql",
+		"oauth_metadata", base+"/.well-known/oauth-authorization-server", "health", base+"/healthz", "ready", base+"/readyz")
 }

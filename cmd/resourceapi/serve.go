@@ -275,6 +275,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		CORSOrigins:    cfg.CORSOrigins,
 		Observer:       observer,
 		Trace:          tr.request(),
+		Version:        b.String(),
 		Metrics:        metricsPage,
 		// Server-Sent Events, under the caps of subscription connections.
 		EventStream: &http.EventStreamConfig{Events: events, Log: db,
@@ -308,6 +309,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		log.Info("metrics listening", "addr", metricsLn.Addr().String())
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "database", cfg.describeDatabase(), "version", b.String())
+	logURLs(log, ln.Addr())
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
