@@ -14,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/resourceapi/resourceapi/postgres/pgtest"
+	"github.com/resourceapi/resourceapi/redis/redistest"
 )
 
 // sseFrame is one event of a Server-Sent Events stream.
@@ -280,4 +283,51 @@ func TestEventStream(t *testing.T) {
 		}
 	}
 	annS.ended(t, 10*time.Second)
+}
+
+// TestEventStreamAcrossInstances: on PostgreSQL and Redis, a stream on one
+// instance hears the writes of another (a process of the binary), and
+// resumes there after a cut, missing nothing and receiving nothing twice.
+func TestEventStreamAcrossInstances(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	pg := pgtest.NewDatabase(t)
+	rds := redistest.StartServer(t)
+	common := []string{"RESOURCEAPI_DATABASE_URL=" + pg, "RESOURCEAPI_REDIS_URL=" + rds.URL, "RESOURCEAPI_EVENTS_POLL=100ms"}
+	writer := mustStart(t, common...)
+	if writer.Key == "" {
+		t.Fatalf("the first start printed no API key:\n%s", writer.stderr)
+	}
+	reader := startInProcess(t, common...)
+	s, status := openSSE(t, reader.URL, writer.Key, "types=users.created", "")
+	if status != http.StatusOK {
+		t.Fatalf("GET /api/events on the second instance: %d", status)
+	}
+	var want []int64
+	for i := range 3 {
+		want = append(want, mustCreate(t, writer.URL, writer.Key, "/api/users", userBody(fmt.Sprintf("a%d@example.com", i))))
+	}
+	var got []sseFrame
+	for range 2 {
+		got = append(got, s.next(t, 10*time.Second))
+	}
+	s.body.Close()
+	for i := range 2 {
+		want = append(want, mustCreate(t, writer.URL, writer.Key, "/api/users", userBody(fmt.Sprintf("b%d@example.com", i))))
+	}
+	s, _ = openSSE(t, reader.URL, writer.Key, "types=users.created", got[len(got)-1].ID)
+	for len(got) < len(want) {
+		got = append(got, s.next(t, 10*time.Second))
+	}
+	for i, f := range got {
+		if id := int64(f.Data.Record["id"].(float64)); id != want[i] {
+			t.Fatalf("event %d is of user %d, want %d", i, id, want[i])
+		}
+	}
+	// A barrier: the next event is the next write's, not a repeat.
+	last := mustCreate(t, writer.URL, writer.Key, "/api/users", userBody("last@example.com"))
+	if f := s.next(t, 10*time.Second); int64(f.Data.Record["id"].(float64)) != last {
+		t.Fatalf("after the resumption: %s, want user %d (a repeat?)", f.Raw, last)
+	}
 }
