@@ -16,6 +16,9 @@ import (
 // expand past any limit), and at most s.maxBody bytes (413).
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (*[]byte, error) {
 	if !isJSON(r.Header.Get("Content-Type")) {
+		if r.Method == http.MethodPatch {
+			w.Header()["Accept-Patch"] = acceptPatch // RFC 5789 section 2.2
+		}
 		return nil, resourceapi.Errorf(resourceapi.CodeUnsupportedMediaType,
 			"The request body must be JSON, sent with Content-Type: application/json")
 	}
@@ -89,3 +92,9 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "..."
 }
+
+// acceptPatch is the Accept-Patch of every path that takes PATCH (RFC 5789):
+// a JSON object of the fields to change, which is also a JSON Merge Patch
+// (RFC 7396) of the record: a field sent replaces the stored value (a list
+// wholly), null removes an optional field, a field not sent stays.
+var acceptPatch = []string{"application/merge-patch+json, application/json"}

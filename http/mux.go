@@ -67,6 +67,9 @@ func (rw *routeWriter) WriteHeader(code int) {
 	}
 	allow := allowList(h.Get("Allow"))
 	h.Set("Allow", allow)
+	if strings.Contains(allow, http.MethodPatch) {
+		h["Accept-Patch"] = acceptPatch
+	}
 	if rw.r.Method == http.MethodOptions {
 		h.Del("Content-Type")
 		h.Set("Content-Length", "0")

@@ -840,6 +840,7 @@ func (g *docGen) resourceRoute(paths *ordered[*oaPathItem], rt route) {
 		if nested {
 			post.RequestBody = g.requestBody(n.nestedCreate, res, exampleBody(res, true))
 		}
+		post.Parameters = append(post.Parameters, g.param("Prefer"))
 		post.Responses.set("201", g.created(res, n))
 		g.errors(post, 400, 401, 403)
 		if nested {
@@ -870,14 +871,18 @@ func (g *docGen) resourceRoute(paths *ordered[*oaPathItem], rt route) {
 		}
 		put.Responses.set("200", g.success("The record as stored.", ref("schemas", n.record), visibleExample(res, false), hETag, hLastModified))
 		put.Responses.set("201", g.created(res, n))
+		put.Parameters = append(put.Parameters, g.param("Prefer"))
+		put.Responses.set("204", g.minimal())
 		g.errors(put, 400, 401, 403, 404, 406, 409, 412, 413, 415, 422, 429, 500)
 		item.Put = put
 	case kindUpdate:
 		patch := &oaOperation{OperationID: "update" + single, Tags: tags,
 			Summary:     fmt.Sprintf("Update %s %s%s", article(res.Singular), res.Singular, of),
-			Description: "Changes the fields in the body, and only those; `null` clears a nullable field.\n\n" + access,
-			Parameters:  g.writeParams(),
+			Description: "Changes the fields in the body, and only those; `null` clears a nullable field. The body is a JSON Merge Patch (RFC 7396) of the record, sent as `application/merge-patch+json` or `application/json` alike; the paths that take PATCH say so in `Accept-Patch` (on OPTIONS and on 415).\n\n" + access,
+			Parameters:  append(g.writeParams(), g.param("Prefer")),
 			RequestBody: g.requestBody(n.patch, res, nil)}
+		patch.RequestBody.Content.set("application/merge-patch+json", patch.RequestBody.Content[0].value)
+		patch.Responses.set("204", g.minimal())
 		patch.Responses.set("200", g.success("The record as stored.", ref("schemas", n.record), visibleExample(res, false), hETag, hLastModified))
 		g.errors(patch, 400, 401, 403, 404, 406, 409, 412, 413, 415, 422, 429, 500)
 		item.Patch = patch
@@ -1097,6 +1102,9 @@ var sharedParams = map[string]*oaParam{
 	"If-Match": {Name: "If-Match", In: "header",
 		Description: "Entity tags, or `*`: the write happens only if the record's current tag is listed (strong comparison), else 412. Always 412 on a record that does not exist.",
 		Schema:      &schema{Type: "string"}},
+	"Prefer": {Name: "Prefer", In: "header",
+		Description: "`return=minimal` (RFC 7240): the write answers with no body, 204 (a create 201 with `Location`), with `ETag`, `Last-Modified` and `Preference-Applied: return=minimal`; a create that shows a secret once (an API key, an OAuth client) sends it anyway. `return=representation` is the default.",
+		Schema:      &schema{Type: "string"}},
 	"If-Unmodified-Since": {Name: "If-Unmodified-Since", In: "header",
 		Description: "An HTTP date: the write happens only if the record has not changed since (to the second), else 412. Ignored when If-Match is present.",
 		Schema:      &schema{Type: "string"}},
@@ -1115,22 +1123,23 @@ func (g *docGen) requestBody(schemaName string, res *resourceapi.Resource, examp
 
 // Response headers, by component name.
 const (
-	hRequestID       = "X-Request-ID"
-	hAPIVersion      = "API-Version"
-	hLimit           = "X-RateLimit-Limit"
-	hRemaining       = "X-RateLimit-Remaining"
-	hReset           = "X-RateLimit-Reset"
-	hETag            = "ETag"
-	hLastModified    = "Last-Modified"
-	hLocation        = "Location"
-	hCacheControl    = "Cache-Control"
-	hAllow           = "Allow"
-	hRetryAfter      = "Retry-After"
-	hWWWAuthenticate = "WWW-Authenticate"
-	hCSP             = "Content-Security-Policy"
-	hLink            = "Link"
-	hRateLimit       = "RateLimit"
-	hRateLimitPolicy = "RateLimit-Policy"
+	hRequestID         = "X-Request-ID"
+	hAPIVersion        = "API-Version"
+	hLimit             = "X-RateLimit-Limit"
+	hRemaining         = "X-RateLimit-Remaining"
+	hReset             = "X-RateLimit-Reset"
+	hETag              = "ETag"
+	hLastModified      = "Last-Modified"
+	hLocation          = "Location"
+	hCacheControl      = "Cache-Control"
+	hAllow             = "Allow"
+	hRetryAfter        = "Retry-After"
+	hWWWAuthenticate   = "WWW-Authenticate"
+	hCSP               = "Content-Security-Policy"
+	hLink              = "Link"
+	hPreferenceApplied = "Preference-Applied"
+	hRateLimit         = "RateLimit"
+	hRateLimitPolicy   = "RateLimit-Policy"
 	// hWWWAuthenticateSometimes is WWW-Authenticate where only some
 	// responses carry it (403: INVALID_TOKEN, not FORBIDDEN).
 	hWWWAuthenticateSometimes = "WWW-Authenticate.INVALID_TOKEN"
@@ -1168,6 +1177,8 @@ var sharedHeaders = map[string]*oaHeader{
 	hRateLimitPolicy: {Description: "The rate-limit policy (draft-ietf-httpapi-ratelimit-headers): `\"caller\";q=<X-RateLimit-Limit>;w=<window in seconds>` (when rate limiting is on).",
 		Schema: &schema{Type: "string"}},
 	hRateLimit: {Description: "Where the caller's budget stands (draft-ietf-httpapi-ratelimit-headers): `\"caller\";r=<X-RateLimit-Remaining>;t=<seconds until the budget is whole>` (when rate limiting is on).",
+		Schema: &schema{Type: "string"}},
+	hPreferenceApplied: {Required: true, Description: "`return=minimal`: the preference the response honoured (RFC 7240).",
 		Schema: &schema{Type: "string"}},
 	hLink: {Required: true, Description: "RFC 8288 links to the pages beside this one, absolute URLs with the request's other parameters: `first`, `prev` and `next` (by cursor, or by page number with `page=`), and `last` with `page=` when the total is known.",
 		Schema: &schema{Type: "string"}},
@@ -1221,6 +1232,13 @@ func (g *docGen) created(res *resourceapi.Resource, n schemaNames) *oaResponse {
 		schemaName = n.created
 	}
 	return g.success("Created: the record as stored.", ref("schemas", schemaName), visibleExample(res, len(secrets(res)) > 0), hs...)
+}
+
+// minimal is the 204 of a write that asked for no body (Prefer:
+// return=minimal).
+func (g *docGen) minimal() *oaResponse {
+	return &oaResponse{Description: "Stored, with no body: the request said `Prefer: return=minimal`.",
+		Headers: g.headers(true, false, hETag, hLastModified, hPreferenceApplied)}
 }
 
 // notModified is the 304 of a GET: the headers of the 200 it stands for.

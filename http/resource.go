@@ -3,6 +3,7 @@ package http
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/resourceapi/resourceapi"
@@ -302,6 +303,8 @@ func (h *resourceHandlers) writeRecord(w http.ResponseWriter, r *http.Request, s
 		return nil
 	}
 	if status == http.StatusCreated && len(h.view.once) > 0 {
+		// return=minimal is not honoured here: the secret is shown only
+		// in this response, and would be lost.
 		// The tag stays that of the stored representation, without the
 		// secret, so that the client can update with it.
 		body = h.view.appendOnce(body, rec)
@@ -313,8 +316,43 @@ func (h *resourceHandlers) writeRecord(w http.ResponseWriter, r *http.Request, s
 	if lm := updatedAt(rec); !lm.IsZero() {
 		hd.Set("Last-Modified", lm.UTC().Format(http.TimeFormat))
 	}
+	if !(status == http.StatusCreated && len(h.view.once) > 0) && preferMinimal(r) {
+		// RFC 7240: no body; the validators and Location still say
+		// what was stored and where.
+		hd["Preference-Applied"] = []string{"return=minimal"}
+		if status == http.StatusOK {
+			status = http.StatusNoContent
+		} else {
+			hd["Content-Length"] = []string{"0"}
+		}
+		w.WriteHeader(status)
+		return nil
+	}
 	writeJSON(w, status, body)
 	return nil
+}
+
+// preferMinimal reports whether a write asks for no representation in its
+// response (RFC 7240 "Prefer: return=minimal"); return=representation, the
+// default, and any other preference leave the response as it is.
+func preferMinimal(r *http.Request) bool {
+	minimal := false
+	for _, v := range r.Header.Values("Prefer") {
+		for pref := range strings.SplitSeq(v, ",") {
+			pref, _, _ = strings.Cut(pref, ";") // parameters of the preference
+			name, value, _ := strings.Cut(strings.TrimSpace(pref), "=")
+			if strings.EqualFold(strings.TrimSpace(name), "return") {
+				// The first return preference counts.
+				switch strings.Trim(strings.TrimSpace(value), `"`) {
+				case "minimal":
+					return true
+				case "representation":
+					return false
+				}
+			}
+		}
+	}
+	return minimal
 }
 
 // writeCacheable sends the 200 response of a GET (or HEAD) with its
