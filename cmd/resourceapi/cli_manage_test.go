@@ -136,6 +136,13 @@ func TestManageCommands(t *testing.T) {
 				t.Errorf("apikey list --json = %v", js)
 			}
 
+			// --expires-in sets the key's expiry, said in the output.
+			out = c.must("", "apikey", "create", "--user", "ann@example.com", "--expires-in", "720h")
+			if !regexp.MustCompile(`It expires at \d{4}-\d\d-\d\dT[\d:]+Z\.`).MatchString(out) {
+				t.Errorf("apikey create --expires-in printed %q", out)
+			}
+			c.fails(2, "", "apikey", "create", "--user", "ann@example.com", "--expires-in", "-1h")
+
 			// Clients: listed, and deleted for good.
 			out = c.must("", "client", "create", "--name", "Reports", "--grant", "client_credentials")
 			id := clientIDLine.FindStringSubmatch(out)

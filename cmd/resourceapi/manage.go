@@ -395,18 +395,24 @@ func changeAccess(fs *flag.FlagSet, grant bool) action {
 
 var apikeyCreateCommand = &command{
 	name:     "apikey create",
-	synopsis: "--user <email> [--name N]",
+	synopsis: "--user <email> [--name N] [--expires-in D]",
 	summary:  "create an API key for a user; the key is printed once, on the last line",
 	about: `Create an API key that acts as the user with this email. The key is shown
 once, alone on the last line of the output, for scripts:
 
-  KEY=$(resourceapi apikey create --user ann@example.com --name ci | tail -n 1)`,
+  KEY=$(resourceapi apikey create --user ann@example.com --name ci | tail -n 1)
+
+With --expires-in (such as 720h), the key stops working that long from now.`,
 	setup: func(fs *flag.FlagSet) action {
 		email := fs.String("user", "", "`email` of the user the key acts as (required)")
 		name := fs.String("name", "", "a `name` to recognise the key by")
+		expiresIn := fs.Duration("expires-in", 0, "how long the key works, such as 720h (`duration`); never expires without it")
 		return managed(func(ctx context.Context, m *manager, args []string) error {
 			if err := required(fs, "user"); err != nil {
 				return err
+			}
+			if *expiresIn < 0 {
+				return usageErrorf("%s: --expires-in must be a positive duration, such as 720h", fs.Name())
 			}
 			u, err := m.user(ctx, *email)
 			if err != nil {
@@ -416,12 +422,19 @@ once, alone on the last line of the output, for scripts:
 			if *name != "" {
 				rec["name"] = *name
 			}
+			if *expiresIn > 0 {
+				rec["expires_at"] = time.Now().Add(*expiresIn).UTC().Truncate(time.Second)
+			}
 			k, err := m.svc.Create(ctx, system, resourceapi.APIKeys, 0, rec)
 			if err != nil {
 				return explain("create API key", err)
 			}
-			fmt.Fprintf(m.stdout, "Created API key %d (%s) for %s. It is shown once, on the next line:\n%s\n",
-				k.ID(), k["prefix"], u["email"], k["key"])
+			expires := ""
+			if at, ok := k["expires_at"].(time.Time); ok {
+				expires = " It expires at " + at.UTC().Format(time.RFC3339) + "."
+			}
+			fmt.Fprintf(m.stdout, "Created API key %d (%s) for %s.%s It is shown once, on the next line:\n%s\n",
+				k.ID(), k["prefix"], u["email"], expires, k["key"])
 			return nil
 		})
 	},
