@@ -336,7 +336,6 @@ func (h *resourceHandlers) writeRecord(w http.ResponseWriter, r *http.Request, s
 // response (RFC 7240 "Prefer: return=minimal"); return=representation, the
 // default, and any other preference leave the response as it is.
 func preferMinimal(r *http.Request) bool {
-	minimal := false
 	for _, v := range r.Header.Values("Prefer") {
 		for pref := range strings.SplitSeq(v, ",") {
 			pref, _, _ = strings.Cut(pref, ";") // parameters of the preference
@@ -352,7 +351,7 @@ func preferMinimal(r *http.Request) bool {
 			}
 		}
 	}
-	return minimal
+	return false
 }
 
 // writeCacheable sends the 200 response of a GET (or HEAD) with its
