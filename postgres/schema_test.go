@@ -179,8 +179,8 @@ func TestNormalizeEmailsMigration(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// As migration 9 left it: without what migration 11 adds.
-	if _, err := raw.ExecContext(ctx, "ALTER TABLE events DROP COLUMN alias, DROP COLUMN actor"); err != nil {
+	// As migration 9 left it: without what migrations 11 and 12 add.
+	if _, err := raw.ExecContext(ctx, "ALTER TABLE events DROP COLUMN alias, DROP COLUMN actor; DROP TABLE events_purged"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := raw.ExecContext(ctx, "DELETE FROM goose_db_version WHERE version_id >= 10"); err != nil {

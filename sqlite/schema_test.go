@@ -188,8 +188,8 @@ func TestNormalizeEmailsMigration(t *testing.T) {
 		`UPDATE users SET email = '`+nfd+`', email_key = '`+strings.ToLower(nfd)+`' WHERE id = `+strconv.FormatInt(ids[0], 10),
 		`UPDATE users SET email = '`+nfc+`', email_key = '`+strings.ToLower(nfc)+`' WHERE id = `+strconv.FormatInt(ids[1], 10),
 		`UPDATE users SET email = '`+upperNF+`', email_key = '`+strings.ToLower(upperNF)+`' WHERE id = `+strconv.FormatInt(ids[2], 10),
-		// As migration 9 left it: without what migration 11 adds.
-		`ALTER TABLE events DROP COLUMN alias`, `ALTER TABLE events DROP COLUMN actor`,
+		// As migration 9 left it: without what migrations 11 and 12 add.
+		`ALTER TABLE events DROP COLUMN alias`, `ALTER TABLE events DROP COLUMN actor`, `DROP TABLE events_purged`,
 		`DELETE FROM goose_db_version WHERE version_id >= 10`)
 
 	db = mustOpenPath(t, path)
@@ -235,7 +235,7 @@ func TestServiceUsersMigration(t *testing.T) {
 	}
 	db.Close()
 	mustExec(t, path, "DROP INDEX users_service", "ALTER TABLE users DROP COLUMN service",
-		"ALTER TABLE events DROP COLUMN alias", "ALTER TABLE events DROP COLUMN actor",
+		"ALTER TABLE events DROP COLUMN alias", "ALTER TABLE events DROP COLUMN actor", "DROP TABLE events_purged",
 		"DELETE FROM goose_db_version WHERE version_id >= 9")
 	db = mustOpenPath(t, path)
 	u, err := db.Get(ctx, resourceapi.Users, client["user_id"].(int64))
