@@ -180,6 +180,28 @@ func (r queryResolver) Users(ctx context.Context, limit, offset *int) ([]*User, 
 	return users, nil
 }
 
+// Me returns the caller's own user, read as that user reads it.
+func (r queryResolver) Me(ctx context.Context) (*User, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return nil, resourceapi.ErrUnauthenticated()
+	}
+	if c.UserID == 0 {
+		return nil, nil
+	}
+	rec, err := getOne(ctx, r.h.cfg.Service, c, resourceapi.Users, c.UserID)
+	if resourceapi.ErrorCode(err) == resourceapi.CodeNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return userOf(rec), nil
+}
+
 func (r queryResolver) User(ctx context.Context, id string) (*User, error) {
 	c, err := caller(ctx)
 	if err != nil {
