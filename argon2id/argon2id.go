@@ -54,9 +54,12 @@ var ErrInvalidHash = errors.New("invalid argon2id hash")
 // Hasher hashes secrets with Argon2id. Its fields are the parameters of new
 // hashes only; Verify reads the parameters from the hash it is given. A
 // Hasher is safe for concurrent use. Each Hash or Verify allocates Memory KiB
-// and keeps a core busy, so a Hasher from New runs at most GOMAXPROCS of them
-// at once and queues the rest: a burst of requests with passwords costs
-// latency, not memory (64 at once would otherwise take 1.2 GiB).
+// and keeps a core busy, so a Hasher from New runs at most half as many of
+// them at once as there are cores (GOMAXPROCS, at least one) and queues the
+// rest: a burst of requests with passwords costs those requests latency, not
+// memory (64 at once would otherwise take 1.2 GiB), and never takes the
+// cores that requests with API keys and tokens, which verify no password,
+// are served on.
 type Hasher struct {
 	Memory  uint32 // KiB
 	Time    uint32 // passes over memory
@@ -74,8 +77,12 @@ type Hasher struct {
 // on the 2-core machines this project runs on.
 func New() *Hasher {
 	return &Hasher{Memory: 19 * 1024, Time: 2, Threads: 1, KeyLen: 32, SaltLen: 16,
-		slots: make(chan struct{}, runtime.GOMAXPROCS(0))}
+		slots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))}
 }
+
+// Concurrency is how many computations h runs at once, the rest waiting
+// their turn; 0 means no bound.
+func (h *Hasher) Concurrency() int { return cap(h.slots) }
 
 // idKey computes the Argon2id key in one of h's slots.
 func (h *Hasher) idKey(secret, salt []byte, time, memory uint32, threads uint8, keyLen uint32) []byte {

@@ -3,6 +3,7 @@ package argon2id_test
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -54,6 +55,22 @@ func TestNew(t *testing.T) {
 	want := argon2id.Hasher{Memory: h.Memory, Time: h.Time, Threads: h.Threads, KeyLen: h.KeyLen, SaltLen: h.SaltLen}
 	if p != want {
 		t.Errorf("Parse = %+v, want %+v", p, want)
+	}
+}
+
+// TestNewLeavesHalfTheCores checks that New's Hasher computes on at most
+// half the cores at once (at least one), so that a flood of passwords
+// leaves the other half to requests that verify none.
+func TestNewLeavesHalfTheCores(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for procs, want := range map[int]int{1: 1, 2: 1, 3: 1, 4: 2, 16: 8} {
+		runtime.GOMAXPROCS(procs)
+		if got := argon2id.New().Concurrency(); got != want {
+			t.Errorf("GOMAXPROCS %d: Concurrency() = %d, want %d", procs, got, want)
+		}
+	}
+	if got := (&argon2id.Hasher{}).Concurrency(); got != 0 {
+		t.Errorf("a Hasher not from New: Concurrency() = %d, want 0 (no bound)", got)
 	}
 }
 

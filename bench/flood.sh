@@ -4,9 +4,10 @@
 # script: each request of the flood reaches the handlers), make an admin API
 # key with the CLI, and run bench/flood: a legitimate client's p99 alone,
 # then under a flood of BENCH_REQUESTS (10000) requests of each shape
-# (control, introspection, lists, basic), then alone again, with the server's
-# peak memory. Settings: BENCH_REQUESTS, BENCH_CONNS (4: the flood's
-# connections), BENCH_SHAPES, BENCH_KEEP=1 keeps the temporary directory and
+# (control, introspection, lists, basic) spread over a phase of BENCH_PHASE
+# (20s), then alone again, with the server's peak memory. Settings:
+# BENCH_REQUESTS, BENCH_CONNS (4: the flood's connections), BENCH_PHASE,
+# BENCH_SHAPES, BENCH_KEEP=1 keeps the temporary directory and
 # the PostgreSQL database; RESOURCEAPI_* variables pass through to the
 # server (RESOURCEAPI_RATE_LIMIT=600 measures with the production default).
 # See bench/README.md.
@@ -43,12 +44,12 @@ if [ "$limit" != 0 ]; then
 	# a minute unless set) as a well-behaved client does.
 	RESOURCEAPI_RATE_LIMIT=0 start_server "$work/resourceapi"
 	key=$(RESOURCEAPI_DATABASE_URL=$dburl "$work/resourceapi" apikey create --user "$admin_email" 2>>"$work/server.log" | tail -n 1)
-	planter=$("$work/flood" -url "$base" -key "$key" -seed-only | tail -n 1)
+	seeded=$("$work/flood" -url "$base" -key "$key" -rate-limit "$limit" -rate-window "${RESOURCEAPI_RATE_WINDOW:-1m}" -phase "${BENCH_PHASE:-20s}" -seed-only | tail -n 1)
 	stop "$server_pid"
-	paced=(-planter-key "$planter" -rate-limit "$limit" -rate-window "${RESOURCEAPI_RATE_WINDOW:-1m}" -baseline "${BENCH_BASELINE:-300}")
+	paced=(-seeded "$seeded" -rate-limit "$limit" -rate-window "${RESOURCEAPI_RATE_WINDOW:-1m}")
 	echo "== rate limit $limit per ${RESOURCEAPI_RATE_WINDOW:-1m}: the legitimate client paces itself within its budget"
 fi
 start_server "$work/resourceapi"
 key=$(RESOURCEAPI_DATABASE_URL=$dburl "$work/resourceapi" apikey create --user "$admin_email" 2>>"$work/server.log" | tail -n 1)
 "$work/flood" -url "$base" -key "$key" -pid "$server_pid" "${paced[@]}" \
-	-requests "${BENCH_REQUESTS:-10000}" -c "${BENCH_CONNS:-4}" -shapes "${BENCH_SHAPES:-control,introspection,lists,basic}"
+	-requests "${BENCH_REQUESTS:-10000}" -c "${BENCH_CONNS:-4}" -phase "${BENCH_PHASE:-20s}" -shapes "${BENCH_SHAPES:-control,introspection,lists,basic}"

@@ -1,10 +1,18 @@
 // Command flood measures what abusive requests cost the other clients of a
-// running resourceapi: a legitimate client (GET /api/users/{id} with an API
-// key, one request at a time) measures its latency alone, then while a
+// running resourceapi: legitimate clients (GET /api/users/{id} with an API
+// key, each one request at a time) measure their latency alone, then while a
 // flood of -requests requests of each abusive shape runs against the same
-// server, one shape after the other, then alone again. It reports each
-// phase's p99 against the first's, and the server's resident memory (VmRSS
-// and its peak VmHWM, from /proc/<pid>/status).
+// server, one shape after the other, then alone again. Every phase lasts
+// -phase (the flood's requests spread evenly over it, sent no faster), so
+// that a flood the rate limit refuses in a second is still measured for as
+// long as it keeps coming. It reports each phase's p99 against the first's,
+// and the server's resident memory (VmRSS and its peak VmHWM, from
+// /proc/<pid>/status).
+//
+// With -rate-limit, each legitimate client paces itself within its budget
+// (1.2 x window / limit between requests), and there are -legit-callers of
+// them, each its own user with its own API key, so that a phase gathers
+// enough samples for a p99 (about 2,600 in 20 s at 600 a minute with 16).
 //
 // The shapes:
 //
@@ -66,14 +74,31 @@ type config struct {
 	users     int
 	planted   int
 	postBytes int
-	baseline  int
-	maxPhase  time.Duration
+	phase     time.Duration // how long each phase lasts
 	shapes    []string
-	seedOnly  bool          // seed, print the planter's key, and stop
-	planter   string        // the planter's key from an earlier -seed-only run: no seeding
-	interval  time.Duration // the legitimate client's pause between requests (to stay in its rate budget)
+	seedOnly  bool          // seed, print the keys, and stop
+	seeded    string        // the keys from an earlier -seed-only run: no seeding
+	interval  time.Duration // each legitimate client's pause between requests (to stay in its rate budget)
+	callers   int           // legitimate clients, each its own user (1: the admin's key)
 	limit     int           // the server's rate limit per window per caller (0: off)
 	window    time.Duration
+}
+
+// keys are the API keys a run uses besides the admin's.
+type keys struct {
+	planter string
+	legit   []string // one per legitimate client; empty: the admin's key
+}
+
+// String is the line -seed-only prints and -seeded reads.
+func (k keys) String() string { return strings.Join(append([]string{k.planter}, k.legit...), " ") }
+
+func parseKeys(line string) keys {
+	f := strings.Fields(line)
+	if len(f) == 0 {
+		return keys{}
+	}
+	return keys{planter: f[0], legit: f[1:]}
 }
 
 func run() error {
@@ -87,12 +112,12 @@ func run() error {
 	flag.IntVar(&c.users, "users", 1000, "users 1..N the legitimate client reads (created first when missing)")
 	flag.IntVar(&c.planted, "planted", 60, "posts of the planter")
 	flag.IntVar(&c.postBytes, "post-bytes", 100_000, "content of each planted post, in bytes")
-	flag.IntVar(&c.baseline, "baseline", 3000, "requests of the legitimate client alone")
-	flag.DurationVar(&c.maxPhase, "max-phase", 10*time.Minute, "the longest a flood phase may run; the rest of its requests are not sent")
+	flag.DurationVar(&c.phase, "phase", 20*time.Second, "how long each phase lasts; a flood's requests are spread over it, and those not sent by its end are not sent")
 	flag.StringVar(&shapes, "shapes", "control,introspection,lists,basic", "the shapes, comma-separated, in order")
-	flag.BoolVar(&c.seedOnly, "seed-only", false, "seed, print the planter's API key on the last line, and stop (seed with rate limiting off, then measure with it on)")
-	flag.StringVar(&c.planter, "planter-key", "", "the planter's API key printed by an earlier -seed-only run; nothing is seeded")
-	flag.DurationVar(&c.interval, "legit-interval", 0, "the legitimate client's pause between its requests (default: 1.2 x window / rate-limit when -rate-limit is set)")
+	flag.BoolVar(&c.seedOnly, "seed-only", false, "seed, print the keys on the last line, and stop (seed with rate limiting off, then measure with it on)")
+	flag.StringVar(&c.seeded, "seeded", "", "the keys line printed by an earlier -seed-only run; nothing is seeded")
+	flag.IntVar(&c.callers, "legit-callers", 0, "legitimate clients, each its own user with an API key (default: 1, the admin's key, without -rate-limit; enough for 1,000 samples a phase with it)")
+	flag.DurationVar(&c.interval, "legit-interval", 0, "each legitimate client's pause between its requests (default: 1.2 x window / rate-limit when -rate-limit is set)")
 	flag.IntVar(&c.limit, "rate-limit", 0, "the server's RESOURCEAPI_RATE_LIMIT, so that the legitimate client stays within its budget (0: off)")
 	flag.DurationVar(&c.window, "rate-window", time.Minute, "the server's RESOURCEAPI_RATE_WINDOW")
 	flag.Parse()
@@ -103,6 +128,15 @@ func run() error {
 	if c.limit > 0 && c.interval == 0 {
 		c.interval = c.window * 12 / 10 / time.Duration(c.limit)
 	}
+	if c.callers == 0 {
+		c.callers = 1
+		if c.interval > 0 {
+			c.callers = min(64, int(1000*c.interval/c.phase)+1)
+		}
+	}
+	if c.phase <= 0 || c.requests < 0 || c.conns < 1 || c.callers < 1 {
+		return errors.New("-phase, -c and -legit-callers must be positive")
+	}
 	c.shapes = strings.Split(shapes, ",")
 	for _, s := range c.shapes {
 		if _, ok := shapeRequests[s]; !ok {
@@ -111,19 +145,25 @@ func run() error {
 	}
 
 	client := &http.Client{Timeout: 60 * time.Second}
-	planterKey := c.planter
-	if planterKey == "" {
+	ks := parseKeys(c.seeded)
+	if ks.planter == "" {
 		var err error
-		if planterKey, err = seed(client, c); err != nil {
+		if ks, err = seed(client, c); err != nil {
 			return fmt.Errorf("seed: %w", err)
 		}
 	}
 	if c.seedOnly {
-		fmt.Println(planterKey)
+		fmt.Println(ks)
 		return nil
 	}
-	fmt.Printf("seeded: users 1..%d, a planter with %d posts of %d bytes; %d cores load %s\n",
-		c.users, c.planted, c.postBytes, runtime.NumCPU(), loadavg())
+	if len(ks.legit) == 0 {
+		ks.legit = []string{c.key}
+	}
+	if len(ks.legit) != c.callers {
+		return fmt.Errorf("%d legitimate keys for %d callers: seed again with the same -legit-callers", len(ks.legit), c.callers)
+	}
+	fmt.Printf("seeded: users 1..%d, a planter with %d posts of %d bytes; %d legitimate clients, %s apart; phases of %s; %d cores load %s\n",
+		c.users, c.planted, c.postBytes, c.callers, c.interval, c.phase, runtime.NumCPU(), loadavg())
 
 	var first time.Duration
 	report := func(name string, r phase) {
@@ -146,14 +186,14 @@ func run() error {
 		}
 		fmt.Println(line)
 	}
-	report("alone", flood(client, c, "", "", c.baseline))
+	report("alone", flood(c, "", ks))
 	worst := 1.0
 	for _, s := range c.shapes {
-		r := flood(client, c, s, planterKey, 0)
+		r := flood(c, s, ks)
 		report(s, r)
 		worst = max(worst, float64(r.legit.percentile(99))/float64(first))
 	}
-	report("alone-again", flood(client, c, "", "", c.baseline))
+	report("alone-again", flood(c, "", ks))
 	summary := fmt.Sprintf("== worst p99 ratio %.2f (target: within 2)", worst)
 	if c.pid != 0 {
 		_, hwm := memory(c.pid)
@@ -172,53 +212,74 @@ type phase struct {
 	codes       counts
 }
 
-// flood runs the legitimate client while requests of shape run on
-// c.conns connections, c.requests of them; with no shape it runs the
-// legitimate client alone for n requests.
-func flood(client *http.Client, c config, shape, planterKey string, n int) phase {
+// flood runs the legitimate clients for c.phase while, with a shape,
+// c.requests requests of it are sent on c.conns connections, spread evenly
+// over the phase (a connection waits for its next turn; one that falls
+// behind sends at once), the rest unsent when the phase ends.
+func flood(c config, shape string, ks keys) phase {
 	var p phase
-	deadline := time.Now().Add(c.maxPhase)
+	start := time.Now()
+	end := start.Add(c.phase)
 	var wg sync.WaitGroup
-	var done atomic.Bool
 	codes := make([]counts, c.conns)
 	var sent atomic.Int64
-	start := time.Now()
-	if shape != "" {
+	if shape != "" && c.requests > 0 {
+		gap := c.phase / time.Duration(c.requests)
 		next := atomic.Int64{}
 		for w := range c.conns {
 			codes[w] = counts{}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				fc := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+				fc := &http.Client{Timeout: time.Until(end) + 5*time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
 				defer fc.CloseIdleConnections()
-				for next.Add(1) <= int64(c.requests) && time.Now().Before(deadline) {
-					req := shapeRequests[shape](c, planterKey)
+				for {
+					i := next.Add(1) - 1
+					at := start.Add(time.Duration(i) * gap)
+					if i >= int64(c.requests) || !at.Before(end) {
+						return
+					}
+					time.Sleep(time.Until(at))
+					req := shapeRequests[shape](c, ks.planter)
 					codes[w][send(fc, req)]++
 					sent.Add(1)
 				}
 			}()
 		}
-		go func() { wg.Wait(); done.Store(true) }()
 	}
-	lc := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
-	defer lc.CloseIdleConnections()
-	for i := 0; time.Now().Before(deadline); i++ {
-		if shape == "" && i >= n || shape != "" && done.Load() {
-			break
-		}
-		req, _ := http.NewRequest(http.MethodGet, c.url+"/api/users/"+strconv.Itoa(1+mrand.IntN(c.users)), nil)
-		req.Header.Set("X-API-Key", c.key)
-		t := time.Now()
-		code := send(lc, req)
-		p.legit = append(p.legit, time.Since(t))
-		if code != "200" {
-			p.legitErrors++
-		}
-		if c.interval > 0 {
-			time.Sleep(c.interval)
-		}
+	var mu sync.Mutex
+	var lwg sync.WaitGroup
+	for _, key := range ks.legit {
+		lwg.Add(1)
+		go func() {
+			defer lwg.Done()
+			lc := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+			defer lc.CloseIdleConnections()
+			if c.interval > 0 { // start the clients apart, not in step
+				time.Sleep(mrand.N(c.interval))
+			}
+			var mine latencies
+			errs := 0
+			for time.Now().Before(end) {
+				req, _ := http.NewRequest(http.MethodGet, c.url+"/api/users/"+strconv.Itoa(1+mrand.IntN(c.users)), nil)
+				req.Header.Set("X-API-Key", key)
+				t := time.Now()
+				code := send(lc, req)
+				mine = append(mine, time.Since(t))
+				if code != "200" {
+					errs++
+				}
+				if c.interval > 0 {
+					time.Sleep(c.interval)
+				}
+			}
+			mu.Lock()
+			p.legit = append(p.legit, mine...)
+			p.legitErrors += errs
+			mu.Unlock()
+		}()
 	}
+	lwg.Wait()
 	wg.Wait()
 	p.took = time.Since(start)
 	p.sent = int(sent.Load())
@@ -313,10 +374,10 @@ func send(client *http.Client, req *http.Request) string {
 	return out
 }
 
-// seed creates users 1..c.users unless the server has them, and the
-// planter: a user with an API key and c.planted posts. It returns the
-// planter's key.
-func seed(client *http.Client, c config) (string, error) {
+// seed creates users 1..c.users unless the server has them, the planter: a
+// user with an API key and c.planted posts, and, with more than one
+// legitimate client, a user with an API key for each. It returns the keys.
+func seed(client *http.Client, c config) (keys, error) {
 	do := func(method, path, key string, body any, out any) error {
 		b, _ := json.Marshal(body)
 		req, _ := http.NewRequest(method, c.url+path, bytes.NewReader(b))
@@ -340,34 +401,53 @@ func seed(client *http.Client, c config) (string, error) {
 		Pagination struct{ Total int }
 	}
 	if err := do(http.MethodGet, "/api/users?limit=1", c.key, nil, &page); err != nil {
-		return "", err
+		return keys{}, err
 	}
 	for i := page.Pagination.Total + 1; i <= c.users; i++ {
 		if err := do(http.MethodPost, "/api/users", c.key, map[string]any{
 			"name": fmt.Sprintf("Flood %05d", i), "email": fmt.Sprintf("flood%05d@bench.example", i)}, nil); err != nil {
-			return "", err
+			return keys{}, err
 		}
 	}
-	var planter struct{ ID int64 }
-	email := "planter-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "@bench.example"
-	if err := do(http.MethodPost, "/api/users", c.key, map[string]any{"name": "Planter", "email": email}, &planter); err != nil {
-		return "", err
+	stamp := strconv.FormatInt(time.Now().UnixNano(), 36)
+	userWithKey := func(name string) (int64, string, error) {
+		var u struct{ ID int64 }
+		email := strings.ToLower(name) + "-" + stamp + "@bench.example"
+		if err := do(http.MethodPost, "/api/users", c.key, map[string]any{"name": name, "email": email}, &u); err != nil {
+			return 0, "", err
+		}
+		var key struct{ Key string }
+		if err := do(http.MethodPost, fmt.Sprintf("/api/users/%d/api-keys", u.ID), c.key, map[string]any{}, &key); err != nil {
+			return 0, "", err
+		}
+		if key.Key == "" {
+			return 0, "", fmt.Errorf("%s's API key was not returned", name)
+		}
+		return u.ID, key.Key, nil
 	}
-	var key struct{ Key string }
-	if err := do(http.MethodPost, fmt.Sprintf("/api/users/%d/api-keys", planter.ID), c.key, map[string]any{}, &key); err != nil {
-		return "", err
+	var ks keys
+	planter, key, err := userWithKey("Planter")
+	if err != nil {
+		return keys{}, err
 	}
-	if key.Key == "" {
-		return "", errors.New("the planter's API key was not returned")
-	}
+	ks.planter = key
 	content := strings.Repeat("Planted. ", c.postBytes/9+1)[:c.postBytes]
 	for i := range c.planted {
-		if err := do(http.MethodPost, "/api/posts", key.Key, map[string]any{
-			"title": fmt.Sprintf("Planted %d", i), "content": content, "author_id": planter.ID}, nil); err != nil {
-			return "", err
+		if err := do(http.MethodPost, "/api/posts", key, map[string]any{
+			"title": fmt.Sprintf("Planted %d", i), "content": content, "author_id": planter}, nil); err != nil {
+			return keys{}, err
 		}
 	}
-	return key.Key, nil
+	if c.callers > 1 {
+		for i := range c.callers {
+			_, key, err := userWithKey(fmt.Sprintf("Legit%02d", i))
+			if err != nil {
+				return keys{}, err
+			}
+			ks.legit = append(ks.legit, key)
+		}
+	}
+	return ks, nil
 }
 
 type latencies []time.Duration
