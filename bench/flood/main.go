@@ -12,7 +12,7 @@
 // With -rate-limit, each legitimate client paces itself within its budget
 // (1.2 x window / limit between requests), and there are -legit-callers of
 // them, each its own user with its own API key, so that a phase gathers
-// enough samples for a p99 (about 2,600 in 20 s at 600 a minute with 16).
+// enough samples for a p99 (about 2,100 in 20 s at 600 a minute with 13).
 //
 // The shapes:
 //
@@ -116,7 +116,7 @@ func run() error {
 	flag.StringVar(&shapes, "shapes", "control,introspection,lists,basic", "the shapes, comma-separated, in order")
 	flag.BoolVar(&c.seedOnly, "seed-only", false, "seed, print the keys on the last line, and stop (seed with rate limiting off, then measure with it on)")
 	flag.StringVar(&c.seeded, "seeded", "", "the keys line printed by an earlier -seed-only run; nothing is seeded")
-	flag.IntVar(&c.callers, "legit-callers", 0, "legitimate clients, each its own user with an API key (default: 1, the admin's key, without -rate-limit; enough for 1,000 samples a phase with it)")
+	flag.IntVar(&c.callers, "legit-callers", 0, "legitimate clients, each its own user with an API key (default: 1, the admin's key, without -rate-limit; enough for 2,000 samples a phase with it)")
 	flag.DurationVar(&c.interval, "legit-interval", 0, "each legitimate client's pause between its requests (default: 1.2 x window / rate-limit when -rate-limit is set)")
 	flag.IntVar(&c.limit, "rate-limit", 0, "the server's RESOURCEAPI_RATE_LIMIT, so that the legitimate client stays within its budget (0: off)")
 	flag.DurationVar(&c.window, "rate-window", time.Minute, "the server's RESOURCEAPI_RATE_WINDOW")
@@ -131,7 +131,7 @@ func run() error {
 	if c.callers == 0 {
 		c.callers = 1
 		if c.interval > 0 {
-			c.callers = min(64, int(1000*c.interval/c.phase)+1)
+			c.callers = min(64, int(2000*c.interval/c.phase)+1)
 		}
 	}
 	if c.phase <= 0 || c.requests < 0 || c.conns < 1 || c.callers < 1 {
