@@ -25,6 +25,7 @@ type Service struct {
 	identity identityWatch
 	auth     Authenticator
 	tracer   Tracer
+	webhooks WebhookPolicy
 }
 
 // NewService returns the rule layer over store. hasher hashes password

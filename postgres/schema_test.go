@@ -179,8 +179,8 @@ func TestNormalizeEmailsMigration(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// As migration 9 left it: without what migrations 11 and 12 add.
-	if _, err := raw.ExecContext(ctx, "ALTER TABLE events DROP COLUMN alias, DROP COLUMN actor; DROP TABLE events_purged"); err != nil {
+	// As migration 9 left it: without what migrations 11, 12 and 20 add.
+	if _, err := raw.ExecContext(ctx, "ALTER TABLE events DROP COLUMN alias, DROP COLUMN actor, DROP COLUMN hooked_at; DROP TABLE events_purged, webhook_deliveries, webhooks"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := raw.ExecContext(ctx, "DELETE FROM goose_db_version WHERE version_id >= 10"); err != nil {

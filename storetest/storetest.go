@@ -114,6 +114,7 @@ func TestStore(t *testing.T, open func(t *testing.T) resourceapi.Store) {
 		{"Batch", testBatch},
 		{"Events", testEvents},
 		{"Prerequisites", testPrerequisites},
+		{"Webhooks", testWebhooks},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, opened) })

@@ -1,0 +1,500 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/resourceapi/resourceapi"
+)
+
+var _ resourceapi.WebhookStore = (*Store)(nil)
+
+// errWebhookNotFound is the error of an id that names no endpoint.
+var errWebhookNotFound = resourceapi.Errorf(resourceapi.CodeNotFound, "Webhook not found")
+
+// errDeliveryNotFound is the error of an id that names no delivery of the
+// endpoint.
+var errDeliveryNotFound = resourceapi.Errorf(resourceapi.CodeNotFound, "Delivery not found")
+
+const webhookColumns = "id, url, types, enabled, disabled_reason, failing_since, secret, previous_secret, previous_until, created_at, updated_at"
+
+// optTime binds a time that may be zero (NULL).
+func optTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return resourceapi.Timestamp(t)
+}
+
+func timeOf(v value) time.Time {
+	t, _ := v.v.(time.Time)
+	return t
+}
+
+func scanWebhook(row interface{ Scan(...any) error }) (resourceapi.Webhook, error) {
+	var w resourceapi.Webhook
+	var types string
+	failing, prev, created, updated := value{f: timeField}, value{f: timeField}, value{f: timeField}, value{f: timeField}
+	if err := row.Scan(&w.ID, &w.URL, &types, &w.Enabled, &w.DisabledReason, &failing, &w.Secret, &w.PreviousSecret, &prev, &created, &updated); err != nil {
+		return w, err
+	}
+	list := value{f: &resourceapi.Field{Type: resourceapi.TypeStrings}}
+	if err := list.Scan(types); err != nil {
+		return w, err
+	}
+	w.Types = list.v.([]string)
+	w.FailingSince, w.PreviousUntil, w.CreatedAt, w.UpdatedAt = timeOf(failing), timeOf(prev), timeOf(created), timeOf(updated)
+	return w, nil
+}
+
+// CreateWebhook implements resourceapi.WebhookStore.
+func (s *Store) CreateWebhook(ctx context.Context, w resourceapi.Webhook) (resourceapi.Webhook, error) {
+	var out resourceapi.Webhook
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
+		now := resourceapi.Timestamp(s.now())
+		q := s.newQuery()
+		q.WriteString("INSERT INTO webhooks (url, types, enabled, disabled_reason, failing_since, secret, previous_secret, previous_until, created_at, updated_at) VALUES (" +
+			join([]string{q.Arg(w.URL), q.Arg(w.Types), q.Arg(w.Enabled), q.Arg(w.DisabledReason), q.Arg(optTime(w.FailingSince)),
+				q.Arg(w.Secret), q.Arg(w.PreviousSecret), q.Arg(optTime(w.PreviousUntil)), q.Arg(now), q.Arg(now)}) +
+			") RETURNING " + webhookColumns)
+		var err error
+		out, err = scanWebhook(tx.QueryRowContext(ctx, q.String(), q.args...))
+		return err
+	})
+	if err != nil {
+		return resourceapi.Webhook{}, fmt.Errorf("create webhook: %w", err)
+	}
+	return out, nil
+}
+
+// Webhooks implements resourceapi.WebhookStore.
+func (s *Store) Webhooks(ctx context.Context, limit int) ([]resourceapi.Webhook, error) {
+	var out []resourceapi.Webhook
+	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
+		var err error
+		out, err = s.webhooks(ctx, q, "", limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: %w", err)
+	}
+	return out, nil
+}
+
+// webhooks reads the endpoints matching where (after WHERE; "" for all),
+// in id order, at most limit.
+func (s *Store) webhooks(ctx context.Context, q Querier, where string, limit int) ([]resourceapi.Webhook, error) {
+	if where != "" {
+		where = " WHERE " + where
+	}
+	rows, err := q.QueryContext(ctx, "SELECT "+webhookColumns+" FROM webhooks"+where+" ORDER BY id LIMIT "+s.dialect.Placeholder(1), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []resourceapi.Webhook{}
+	for rows.Next() {
+		w, err := scanWebhook(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, rows.Err()
+}
+
+// Webhook implements resourceapi.WebhookStore.
+func (s *Store) Webhook(ctx context.Context, id int64) (resourceapi.Webhook, error) {
+	var w resourceapi.Webhook
+	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
+		var err error
+		w, err = scanWebhook(q.QueryRowContext(ctx, "SELECT "+webhookColumns+" FROM webhooks WHERE id = "+s.dialect.Placeholder(1), id))
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return resourceapi.Webhook{}, errWebhookNotFound
+	}
+	if err != nil {
+		return resourceapi.Webhook{}, fmt.Errorf("webhook %d: %w", id, err)
+	}
+	return w, nil
+}
+
+// UpdateWebhook implements resourceapi.WebhookStore.
+func (s *Store) UpdateWebhook(ctx context.Context, id int64, change func(*resourceapi.Webhook) error) (resourceapi.Webhook, error) {
+	var out resourceapi.Webhook
+	var outcome error
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
+		outcome = nil
+		w, err := scanWebhook(tx.QueryRowContext(ctx, "SELECT "+webhookColumns+" FROM webhooks WHERE id = "+s.dialect.Placeholder(1)+s.dialect.ForUpdate(), id))
+		if errors.Is(err, sql.ErrNoRows) {
+			outcome = errWebhookNotFound
+			return outcome
+		}
+		if err != nil {
+			return err
+		}
+		if err := change(&w); err != nil {
+			outcome = err
+			return err
+		}
+		q := s.newQuery()
+		q.WriteString("UPDATE webhooks SET url = " + q.Arg(w.URL) + ", types = " + q.Arg(w.Types) + ", enabled = " + q.Arg(w.Enabled) +
+			", disabled_reason = " + q.Arg(w.DisabledReason) + ", failing_since = " + q.Arg(optTime(w.FailingSince)) +
+			", secret = " + q.Arg(w.Secret) + ", previous_secret = " + q.Arg(w.PreviousSecret) +
+			", previous_until = " + q.Arg(optTime(w.PreviousUntil)) + ", updated_at = " + q.Arg(resourceapi.Timestamp(s.now())) +
+			" WHERE id = " + q.Arg(id) + " RETURNING " + webhookColumns)
+		out, err = scanWebhook(tx.QueryRowContext(ctx, q.String(), q.args...))
+		return err
+	})
+	if outcome != nil && errors.Is(err, outcome) {
+		return resourceapi.Webhook{}, outcome
+	}
+	if err != nil {
+		return resourceapi.Webhook{}, fmt.Errorf("update webhook %d: %w", id, err)
+	}
+	return out, nil
+}
+
+// DeleteWebhook implements resourceapi.WebhookStore.
+func (s *Store) DeleteWebhook(ctx context.Context, id int64) error {
+	var n int64
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
+		// The deliveries first: SQLite enforces the cascade only where
+		// foreign keys are on.
+		if _, err := tx.ExecContext(ctx, "DELETE FROM webhook_deliveries WHERE webhook_id = "+s.dialect.Placeholder(1), id); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, "DELETE FROM webhooks WHERE id = "+s.dialect.Placeholder(1), id)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("delete webhook %d: %w", id, err)
+	}
+	if n == 0 {
+		return errWebhookNotFound
+	}
+	return nil
+}
+
+const deliveryColumns = "id, webhook_id, event_id, event_type, message_id, record_key, body, state, attempts, last_status, last_latency_ms, " +
+	"last_response, last_attempt_at, first_attempt_at, next_attempt_at, delivered_at, replay_of, created_at"
+
+func scanDeliveries(rows *sql.Rows) ([]resourceapi.WebhookDelivery, error) {
+	defer rows.Close()
+	out := []resourceapi.WebhookDelivery{}
+	for rows.Next() {
+		var d resourceapi.WebhookDelivery
+		var body string
+		var latency int64
+		last, first, next, delivered, created := value{f: timeField}, value{f: timeField}, value{f: timeField}, value{f: timeField}, value{f: timeField}
+		if err := rows.Scan(&d.ID, &d.WebhookID, &d.EventID, &d.EventType, &d.MessageID, &d.RecordKey, &body, &d.State, &d.Attempts,
+			&d.LastStatus, &latency, &d.LastResponse, &last, &first, &next, &delivered, &d.ReplayOf, &created); err != nil {
+			return nil, err
+		}
+		d.Body, d.LastLatency = []byte(body), time.Duration(latency)*time.Millisecond
+		d.LastAttemptAt, d.FirstAttemptAt, d.NextAttemptAt, d.DeliveredAt, d.CreatedAt = timeOf(last), timeOf(first), timeOf(next), timeOf(delivered), timeOf(created)
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// webhookExists returns errWebhookNotFound when there is no endpoint id.
+func (s *Store) webhookExists(ctx context.Context, q Querier, id int64) error {
+	var one int
+	err := q.QueryRowContext(ctx, "SELECT 1 FROM webhooks WHERE id = "+s.dialect.Placeholder(1), id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return errWebhookNotFound
+	}
+	return err
+}
+
+// WebhookDeliveries implements resourceapi.WebhookStore.
+func (s *Store) WebhookDeliveries(ctx context.Context, id, before int64, limit int) ([]resourceapi.WebhookDelivery, error) {
+	if before <= 0 {
+		before = resourceapi.MaxID + 1
+	}
+	var out []resourceapi.WebhookDelivery
+	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
+		if err := s.webhookExists(ctx, q, id); err != nil {
+			return err
+		}
+		rows, err := q.QueryContext(ctx, "SELECT "+deliveryColumns+" FROM webhook_deliveries WHERE webhook_id = "+s.dialect.Placeholder(1)+
+			" AND id < "+s.dialect.Placeholder(2)+" ORDER BY id DESC LIMIT "+s.dialect.Placeholder(3), id, before, limit)
+		if err != nil {
+			return err
+		}
+		out, err = scanDeliveries(rows)
+		return err
+	})
+	if errors.Is(err, errWebhookNotFound) {
+		return nil, errWebhookNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("webhook %d deliveries: %w", id, err)
+	}
+	return out, nil
+}
+
+// ReplayWebhookDeliveries implements resourceapi.WebhookStore.
+func (s *Store) ReplayWebhookDeliveries(ctx context.Context, id, delivery int64, from, to time.Time, limit int) ([]resourceapi.WebhookDelivery, error) {
+	var out []resourceapi.WebhookDelivery
+	var outcome error
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
+		out, outcome = []resourceapi.WebhookDelivery{}, nil
+		if err := s.webhookExists(ctx, tx, id); err != nil {
+			outcome = err
+			return err
+		}
+		q := s.newQuery()
+		q.WriteString("SELECT " + deliveryColumns + " FROM webhook_deliveries WHERE webhook_id = " + q.Arg(id))
+		if delivery != 0 {
+			q.WriteString(" AND id = " + q.Arg(delivery))
+		} else {
+			q.WriteString(" AND created_at >= " + q.Arg(resourceapi.Timestamp(from)) + " AND created_at < " + q.Arg(resourceapi.Timestamp(to)))
+		}
+		q.WriteString(" ORDER BY id LIMIT " + q.Arg(int64(limit)))
+		rows, err := tx.QueryContext(ctx, q.String(), q.args...)
+		if err != nil {
+			return err
+		}
+		src, err := scanDeliveries(rows)
+		if err != nil {
+			return err
+		}
+		if delivery != 0 && len(src) == 0 {
+			outcome = errDeliveryNotFound
+			return outcome
+		}
+		now := resourceapi.Timestamp(s.now())
+		for _, d := range src {
+			q := s.newQuery()
+			q.WriteString("INSERT INTO webhook_deliveries (webhook_id, event_id, event_type, message_id, record_key, body, state, next_attempt_at, replay_of, created_at) VALUES (" +
+				join([]string{q.Arg(d.WebhookID), q.Arg(d.EventID), q.Arg(d.EventType), q.Arg(d.MessageID), q.Arg(d.RecordKey), q.Arg(string(d.Body)),
+					q.Arg(resourceapi.DeliveryPending), q.Arg(now), q.Arg(d.ID), q.Arg(now)}) + ") RETURNING " + deliveryColumns)
+			rows, err := tx.QueryContext(ctx, q.String(), q.args...)
+			if err != nil {
+				return err
+			}
+			one, err := scanDeliveries(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, one...)
+		}
+		return nil
+	})
+	if outcome != nil && errors.Is(err, outcome) {
+		return nil, outcome
+	}
+	if err != nil {
+		return nil, fmt.Errorf("replay webhook %d deliveries: %w", id, err)
+	}
+	return out, nil
+}
+
+// FanOutWebhookEvents implements resourceapi.WebhookStore. On PostgreSQL
+// each instance locks the events it fans out (SKIP LOCKED), so instances
+// share the work; SQLite serialises write transactions. Events are read in
+// the transaction that marks them, so an event that commits after a later
+// one is taken when it is there, never skipped.
+func (s *Store) FanOutWebhookEvents(ctx context.Context, limit int, fan func([]resourceapi.Webhook, []resourceapi.Event) ([]resourceapi.WebhookDelivery, error)) (int, error) {
+	var n int
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
+		n = 0
+		hooks, err := s.webhooks(ctx, tx, "enabled = "+s.dialect.Bool(true), resourceapi.MaxWebhooks)
+		if err != nil {
+			return err
+		}
+		now := resourceapi.Timestamp(s.now())
+		if len(hooks) == 0 {
+			// Nothing to deliver to: mark them all, in one statement.
+			q := s.newQuery()
+			q.WriteString("UPDATE events SET hooked_at = " + q.Arg(now) + " WHERE id IN (SELECT id FROM events WHERE hooked_at IS NULL ORDER BY id LIMIT " +
+				q.Arg(int64(limit)) + s.dialect.SkipLocked() + ")")
+			res, err := tx.ExecContext(ctx, q.String(), q.args...)
+			if err != nil {
+				return err
+			}
+			m, err := res.RowsAffected()
+			n = int(m)
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, "SELECT "+eventColumns+" FROM events WHERE hooked_at IS NULL ORDER BY id LIMIT "+
+			s.dialect.Placeholder(1)+s.dialect.SkipLocked(), limit)
+		if err != nil {
+			return err
+		}
+		events, err := scanEvents(rows)
+		rows.Close()
+		if err != nil || len(events) == 0 {
+			return err
+		}
+		deliveries, err := fan(hooks, events)
+		if err != nil {
+			return err
+		}
+		for _, d := range deliveries {
+			q := s.newQuery()
+			q.WriteString("INSERT INTO webhook_deliveries (webhook_id, event_id, event_type, message_id, record_key, body, state, next_attempt_at, created_at) VALUES (" +
+				join([]string{q.Arg(d.WebhookID), q.Arg(d.EventID), q.Arg(d.EventType), q.Arg(d.MessageID), q.Arg(d.RecordKey), q.Arg(string(d.Body)),
+					q.Arg(resourceapi.DeliveryPending), q.Arg(now), q.Arg(now)}) + ")")
+			if _, err := tx.ExecContext(ctx, q.String(), q.args...); err != nil {
+				return err
+			}
+		}
+		ids := make([]string, len(events))
+		for i, ev := range events {
+			ids[i] = strconv.FormatInt(ev.ID, 10)
+		}
+		q := s.newQuery()
+		q.WriteString("UPDATE events SET hooked_at = " + q.Arg(now) + " WHERE id IN (" + strings.Join(ids, ", ") + ")")
+		if _, err := tx.ExecContext(ctx, q.String(), q.args...); err != nil {
+			return err
+		}
+		n = len(events)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("fan out events to webhooks: %w", err)
+	}
+	return n, nil
+}
+
+// ClaimWebhookDeliveries implements resourceapi.WebhookStore. A delivery
+// waits while an earlier one of the same record to the same endpoint is
+// pending (leased, or waiting for its retry), so that a record's events
+// arrive in order.
+func (s *Store) ClaimWebhookDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]resourceapi.WebhookDelivery, error) {
+	var out []resourceapi.WebhookDelivery
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
+		out = nil
+		now := resourceapi.Timestamp(now)
+		// Placeholders are positional on SQLite: every value is bound
+		// where it is used.
+		q := s.newQuery()
+		q.WriteString("UPDATE webhook_deliveries SET lease_owner = " + q.Arg(owner) + ", lease_until = " + q.Arg(now.Add(lease)) +
+			" WHERE id IN (SELECT d.id FROM webhook_deliveries d WHERE d.state = " + q.Arg(resourceapi.DeliveryPending) +
+			" AND d.next_attempt_at <= " + q.Arg(now) + " AND (d.lease_until IS NULL OR d.lease_until < " + q.Arg(now) + ")" +
+			" AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND w.enabled = " + s.dialect.Bool(true) + ")" +
+			" AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.webhook_id = d.webhook_id AND e.record_key = d.record_key" +
+			" AND e.state = " + q.Arg(resourceapi.DeliveryPending) + " AND e.id < d.id)" +
+			" ORDER BY d.id LIMIT " + q.Arg(int64(limit)) + s.dialect.SkipLocked() + ") RETURNING " + deliveryColumns)
+		rows, err := tx.QueryContext(ctx, q.String(), q.args...)
+		if err != nil {
+			return err
+		}
+		out, err = scanDeliveries(rows)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
+	}
+	// RETURNING gives no order.
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j].ID < out[j-1].ID; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out, nil
+}
+
+// FinishWebhookDelivery implements resourceapi.WebhookStore.
+func (s *Store) FinishWebhookDelivery(ctx context.Context, a resourceapi.WebhookAttempt) error {
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
+		at := resourceapi.Timestamp(a.At)
+		q := s.newQuery()
+		delivered := any(nil)
+		if a.State == resourceapi.DeliveryDelivered {
+			delivered = at
+		}
+		next := a.Next
+		if next.IsZero() {
+			next = at
+		}
+		q.WriteString("UPDATE webhook_deliveries SET state = " + q.Arg(a.State) + ", attempts = attempts + 1, last_status = " + q.Arg(int64(a.Status)) +
+			", last_latency_ms = " + q.Arg(a.Latency.Milliseconds()) + ", last_response = " + q.Arg(a.Response) +
+			", last_attempt_at = " + q.Arg(at) + ", first_attempt_at = COALESCE(first_attempt_at, " + q.Arg(at) + ")" +
+			", next_attempt_at = " + q.Arg(resourceapi.Timestamp(next)) + ", delivered_at = " + q.Arg(delivered) +
+			", lease_owner = '', lease_until = NULL WHERE id = " + q.Arg(a.DeliveryID) + " AND lease_owner = " + q.Arg(a.Owner) +
+			" RETURNING webhook_id")
+		var hook int64
+		err := tx.QueryRowContext(ctx, q.String(), q.args...).Scan(&hook)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // the lease expired and another instance took it
+		}
+		if err != nil {
+			return err
+		}
+		q = s.newQuery()
+		if a.State == resourceapi.DeliveryDelivered {
+			q.WriteString("UPDATE webhooks SET failing_since = NULL WHERE failing_since IS NOT NULL AND id = " + q.Arg(hook))
+		} else {
+			q.WriteString("UPDATE webhooks SET failing_since = " + q.Arg(at) + " WHERE failing_since IS NULL AND id = " + q.Arg(hook))
+		}
+		_, err = tx.ExecContext(ctx, q.String(), q.args...)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("finish webhook delivery %d: %w", a.DeliveryID, err)
+	}
+	return nil
+}
+
+// DisableFailingWebhooks implements resourceapi.WebhookStore.
+func (s *Store) DisableFailingWebhooks(ctx context.Context, cutoff time.Time, reason string) ([]resourceapi.Webhook, error) {
+	var out []resourceapi.Webhook
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
+		out = nil
+		q := s.newQuery()
+		q.WriteString("UPDATE webhooks SET enabled = " + s.dialect.Bool(false) + ", disabled_reason = " + q.Arg(reason) +
+			", updated_at = " + q.Arg(resourceapi.Timestamp(s.now())) +
+			" WHERE enabled = " + s.dialect.Bool(true) + " AND failing_since < " + q.Arg(resourceapi.Timestamp(cutoff)) + " RETURNING " + webhookColumns)
+		rows, err := tx.QueryContext(ctx, q.String(), q.args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			w, err := scanWebhook(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, w)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("disable failing webhooks: %w", err)
+	}
+	return out, nil
+}
+
+// PurgeWebhookDeliveries implements resourceapi.WebhookStore.
+func (s *Store) PurgeWebhookDeliveries(ctx context.Context, before time.Time, limit int) (int, error) {
+	var n int64
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
+		q := s.newQuery()
+		q.WriteString("DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE state <> " + q.Arg(resourceapi.DeliveryPending) +
+			" AND created_at < " + q.Arg(resourceapi.Timestamp(before)) + " ORDER BY id LIMIT " + q.Arg(int64(limit)) + s.dialect.SkipLocked() + ")")
+		res, err := tx.ExecContext(ctx, q.String(), q.args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("purge webhook deliveries: %w", err)
+	}
+	return int(n), nil
+}
