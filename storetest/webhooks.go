@@ -64,11 +64,17 @@ func testWebhooks(t *testing.T, open opener) {
 			t.Fatalf("a failed update changed the URL to %q", got.URL)
 		}
 		for name, err := range map[string]error{
-			"Webhook":           func() error { _, err := ws.Webhook(timeout(t), 999); return err }(),
-			"UpdateWebhook":     func() error { _, err := ws.UpdateWebhook(timeout(t), 999, func(*resourceapi.Webhook) error { return nil }); return err }(),
+			"Webhook": func() error { _, err := ws.Webhook(timeout(t), 999); return err }(),
+			"UpdateWebhook": func() error {
+				_, err := ws.UpdateWebhook(timeout(t), 999, func(*resourceapi.Webhook) error { return nil })
+				return err
+			}(),
 			"DeleteWebhook":     ws.DeleteWebhook(timeout(t), 999),
 			"WebhookDeliveries": func() error { _, err := ws.WebhookDeliveries(timeout(t), 999, 0, 10); return err }(),
-			"Replay":            func() error { _, err := ws.ReplayWebhookDeliveries(timeout(t), 999, 1, time.Time{}, time.Time{}, 10); return err }(),
+			"Replay": func() error {
+				_, err := ws.ReplayWebhookDeliveries(timeout(t), 999, 1, time.Time{}, time.Time{}, 10)
+				return err
+			}(),
 		} {
 			if code := resourceapi.ErrorCode(err); code != resourceapi.CodeNotFound {
 				t.Errorf("%s of a missing endpoint: %v (code %s), want %s", name, err, code, resourceapi.CodeNotFound)
