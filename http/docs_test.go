@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/resourceapi/resourceapi"
+	rhttp "github.com/resourceapi/resourceapi/http"
 )
 
 // TestDocsAssets checks the documentation page as a client sees it: the
@@ -61,12 +63,18 @@ func chromium() string {
 // (users, orders, api-keys, ...) from the served document. Every request the browser makes
 // must go to the test server, and the page must run without a script error
 // or a Content-Security-Policy violation.
+//
+// The page opens on the operations: the first is in the first screen, the
+// conventions are folded, the version shown is the server's build (not the
+// API version 2), and HEAD and OPTIONS, which the document lists, are left
+// out of the list, said once above it.
 func TestDocsPageInBrowser(t *testing.T) {
 	chrome := chromium()
 	if chrome == "" {
 		t.Skip("Chromium is not installed (Debian: apt-get install chromium); the documentation page is not checked in a browser")
 	}
-	c := mustServer(t, mustSQLite(t, newClock().Now))
+	const build = "v1.2.3-test (revision 0123456789ab, go1.26)"
+	c := mustServer(t, mustSQLite(t, newClock().Now), func(cfg *rhttp.Config) { cfg.Version = build })
 	ct, err := c.contract.get()
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +86,7 @@ func TestDocsPageInBrowser(t *testing.T) {
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
 		chromedp.NoFirstRun,
+		chromedp.WindowSize(1280, 900),
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.UserDataDir(t.TempDir()),
@@ -135,7 +144,30 @@ func TestDocsPageInBrowser(t *testing.T) {
 		selectors = append(selectors, chromedp.CSS("#operations-"+op.Tags[0]+"-"+op.OperationID))
 	}
 	first := selectors[0]
-	err = chromedp.Do(runCtx, chromedp.Navigate(c.base+"/docs"))
+	err = chromedp.Do(runCtx, chromedp.Navigate(c.base+"/docs"), chromedp.WaitVisible(first))
+	// What a reader sees first, before any scrolling.
+	type view struct {
+		FirstTop, Height  float64
+		Version           string
+		Folded, Open      bool
+		Conventions, Note string
+	}
+	var opening view
+	if err == nil {
+		opening, err = chromedp.Run(runCtx, chromedp.Evaluate[view](fmt.Sprintf(`(() => {
+			const d = document.querySelector("details.conventions");
+			const v = document.querySelector(".info .title .version");
+			const n = document.querySelector(".every-path");
+			return {
+				firstTop: document.querySelector(%q).getBoundingClientRect().top,
+				height: window.innerHeight,
+				version: v ? v.textContent.trim() : "",
+				folded: !!d, open: !!(d && d.open),
+				conventions: d ? d.textContent : "",
+				note: n ? n.textContent : "",
+			};
+		})()`, string(first))))
+	}
 	for _, sel := range selectors {
 		if err != nil {
 			break
@@ -164,10 +196,39 @@ func TestDocsPageInBrowser(t *testing.T) {
 	if err == nil {
 		params, err = chromedp.Run(runCtx, chromedp.Text(first+" .parameters"))
 	}
+	// Once everything has been scrolled through: the methods the list shows.
+	var methods []string
+	if err == nil {
+		methods, err = chromedp.Run(runCtx, chromedp.Evaluate[[]string](`[...new Set([...document.querySelectorAll(".opblock")].map(e =>
+			[...e.classList].find(c => c.startsWith("opblock-") && !c.startsWith("opblock-deprecated"))))]`))
+	}
 	if err != nil {
 		mu.Lock()
 		defer mu.Unlock()
 		t.Fatalf("load /docs: %v\nrequests: %v\nproblems: %v", err, requests, problems)
+	}
+	if opening.FirstTop >= opening.Height {
+		t.Errorf("the first operation starts at %.0f px, below the first screen (%.0f px): the page does not open on the operations", opening.FirstTop, opening.Height)
+	}
+	if opening.Version != build {
+		t.Errorf("the page shows version %q, want the server's build %q", opening.Version, build)
+	}
+	if !opening.Folded || opening.Open || !strings.Contains(opening.Conventions, "Versions.") || !strings.Contains(opening.Conventions, "Credentials.") {
+		t.Errorf("the conventions are not in a closed <details> (found %v, open %v): %.200q", opening.Folded, opening.Open, opening.Conventions)
+	}
+	if !strings.Contains(opening.Note, "OPTIONS") || !strings.Contains(opening.Note, "HEAD") {
+		t.Errorf("the page does not say that every path answers HEAD and OPTIONS: %q", opening.Note)
+	}
+	if ct.doc.Paths.Value("/users").Head == nil || ct.doc.Paths.Value("/users").Options == nil {
+		t.Error("the document no longer lists HEAD and OPTIONS of /users; the page's filter is not what leaves them out")
+	}
+	if !slices.Contains(methods, "opblock-get") || !slices.Contains(methods, "opblock-post") {
+		t.Errorf("the operation list shows the methods %v, want GET and POST among them", methods)
+	}
+	for _, m := range []string{"opblock-head", "opblock-options"} {
+		if slices.Contains(methods, m) {
+			t.Errorf("the operation list shows %s operations (methods %v)", strings.TrimPrefix(m, "opblock-"), methods)
+		}
 	}
 	for _, want := range []string{"page", "limit", "sort", "fields"} {
 		if !strings.Contains(params, want) {

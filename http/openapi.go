@@ -1,6 +1,7 @@
 package http
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -85,6 +86,10 @@ type openAPIContext struct {
 	oauth   bool // OAuth endpoints are served
 	limited bool // rate limits apply (their headers are sent)
 	maxBody int64
+	// version is the server's build (Config.Version), the document's
+	// info.version: the document is generated from the build, so the build
+	// names it. The API versions (1 and 2) are its servers, not this.
+	version string
 }
 
 // newOpenAPI returns the JSON of the document describing rs.
@@ -113,7 +118,7 @@ func (g *docGen) document(rs []route) *oaDocument {
 		JSONSchemaDialect: "https://spec.openapis.org/oas/3.1/dialect/base",
 		Info: oaInfo{
 			Title:       "resourceapi",
-			Version:     strconv.Itoa(latestVersion),
+			Version:     cmp.Or(g.ctx.version, "(devel)"),
 			Description: g.overview(),
 		},
 		Servers: []oaServer{

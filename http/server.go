@@ -62,7 +62,8 @@ type Config struct {
 	// called with the route label (as Observer's) and the status once the
 	// request is answered (package tracing: a span per request).
 	Trace func(r *http.Request) (context.Context, func(route string, status int))
-	// Version is the server's version, shown by the front page (GET /).
+	// Version is the server's version, shown by the front page (GET /)
+	// and as the OpenAPI document's info.version.
 	Version string
 	// Metrics, when set, is served at GET /metrics to an admin or a caller
 	// granted metrics:read (package metrics's handler).
@@ -147,7 +148,7 @@ func NewServer(cfg Config) *Server {
 	}
 	s.table = s.routes()
 	doc, err := newOpenAPI(s.table, openAPIContext{vendor: s.vendor, oauth: s.oauth != nil,
-		limited: s.limiter != nil, maxBody: s.maxBody})
+		limited: s.limiter != nil, maxBody: s.maxBody, version: s.version})
 	if err != nil {
 		panic(err) // the declarations hold something the generator cannot describe
 	}
