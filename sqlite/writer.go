@@ -177,7 +177,7 @@ func (w *groupWriter) tryCommit(batch []*job) bool {
 		if j.ctx.Err() != nil {
 			continue // its caller has gone: it is told in commit's slow path
 		}
-		if err := w.runJob(ctx, j); err != nil {
+		if err := w.runJob(j); err != nil {
 			w.end(ctx, false, false)
 			return false
 		}
@@ -261,7 +261,7 @@ func (w *groupWriter) runOne(ctx context.Context, j *job) (jobErr, txErr error) 
 	if err := w.conn.exec(ctx, "SAVEPOINT job"); err != nil {
 		return nil, err
 	}
-	jobErr = w.runJob(ctx, j)
+	jobErr = w.runJob(j)
 	if jobErr != nil {
 		if err := w.conn.exec(ctx, "ROLLBACK TO job"); err != nil {
 			return jobErr, err
@@ -274,12 +274,15 @@ func (w *groupWriter) runOne(ctx context.Context, j *job) (jobErr, txErr error) 
 }
 
 // runJob runs j's function, turning a panic into an error: the writer
-// goroutine serves every request and must survive one bad write.
-func (w *groupWriter) runJob(ctx context.Context, j *job) (err error) {
+// goroutine serves every request and must survive one bad write. The
+// function runs in its caller's context without its cancellation (see
+// commit): the caller's values, such as its trace span, stay with its
+// statements.
+func (w *groupWriter) runJob(j *job) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("write panicked: %v", p)
 		}
 	}()
-	return j.fn(ctx, &w.tx)
+	return j.fn(context.WithoutCancel(j.ctx), &w.tx)
 }

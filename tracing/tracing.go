@@ -8,7 +8,7 @@
 //
 // Spans: one per HTTP request (a W3C traceparent received is its parent),
 // per GraphQL operation, per call of the rule layer, per SQL statement and
-// per publication of events. Their attributes never hold a credential, a
+// Redis command of a traced request, and per publication of events. Their attributes never hold a credential, a
 // query string, a body or a value bound to a statement: the route, the
 // method, the status, the resource, the statement's text (with
 // placeholders), the request id.
@@ -209,6 +209,19 @@ func (t *Tracing) Statement(system string) func(ctx context.Context, query strin
 			trace.WithAttributes(attribute.String("db.system.name", system), attribute.String("db.query.text", query)))
 		return ctx, func(err error) { end(span, err) }
 	}
+}
+
+// Command is the hook of the Redis client (redis.Trace): a client span per
+// command or pipeline, named by the command ("evalsha", "pipeline xadd
+// xadd"), never with its arguments, which hold keys and event bodies.
+func (t *Tracing) Command(ctx context.Context, command string) (context.Context, func(error)) {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return ctx, func(error) {} // a command of no traced request: the stream's background reads
+	}
+	name, _, _ := strings.Cut(command, " ")
+	ctx, span := t.tracer.Start(ctx, command, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("db.system.name", "redis"), attribute.String("db.operation.name", name)))
+	return ctx, func(err error) { end(span, err) }
 }
 
 // statementName is a statement's first word and its table, such as

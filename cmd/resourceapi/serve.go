@@ -180,6 +180,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		return err
 	}
 	defer id.Close()
+	tr.redis(id.redis)
 	// A change of one's own password or email is confirmed with the
 	// current password, checked as a sign-in is (throttled).
 	service.SetAuthenticator(id.auth)

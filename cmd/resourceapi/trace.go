@@ -6,7 +6,10 @@ import (
 	nethttp "net/http"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/resourceapi/resourceapi/http"
+	"github.com/resourceapi/resourceapi/redis"
 	"github.com/resourceapi/resourceapi/tracing"
 )
 
@@ -75,4 +78,13 @@ func (t *tracer) publish() func(context.Context, int) (context.Context, func(err
 		return nil
 	}
 	return t.Publish
+}
+
+// redis traces the commands rdb sends (nil without RESOURCEAPI_REDIS_URL)
+// for traced requests and publications.
+func (t *tracer) redis(rdb *goredis.Client) {
+	if t == nil || rdb == nil {
+		return
+	}
+	redis.Trace(rdb, t.Command)
 }

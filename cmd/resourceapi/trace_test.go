@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -65,8 +66,11 @@ func (c *otlpCollector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // traceparent, and checks the spans it receives: the request's server span
 // is the child of the incoming span, the rule layer's span the request's
 // (or the GraphQL operation's) child, and the SQL statements children of
-// the rule layer's; no attribute holds the credential; the request's log
-// line names its trace.
+// the rule layer's; the write's events are published under a span of
+// their own; no attribute holds the credential; the request's log line
+// names its trace. With RESOURCEAPI_TEST_REDIS_URL, the server shares its
+// rate limits in that Redis, and the request's rate-limit check is a Redis
+// span, child of the request's.
 func TestTracing(t *testing.T) {
 	col := &otlpCollector{}
 	otlp := httptest.NewServer(col)
@@ -74,6 +78,12 @@ func TestTracing(t *testing.T) {
 	kv := map[string]string{
 		"RESOURCEAPI_DATABASE_URL": filepath.Join(t.TempDir(), "t.db"), "RESOURCEAPI_ADDR": "127.0.0.1:0",
 		"OTEL_EXPORTER_OTLP_ENDPOINT": otlp.URL, "OTEL_SERVICE_NAME": "resourceapi-test",
+	}
+	redisURL := os.Getenv("RESOURCEAPI_TEST_REDIS_URL")
+	if redisURL != "" {
+		kv["RESOURCEAPI_REDIS_URL"] = redisURL
+	} else {
+		t.Log("RESOURCEAPI_TEST_REDIS_URL is not set: the Redis spans are not checked")
 	}
 	stop, output := mustServeOutput(t, kv)
 	addr := regexp.MustCompile(`msg=listening addr=(\S+)`).FindStringSubmatch(output())
@@ -84,6 +94,7 @@ func TestTracing(t *testing.T) {
 	const (
 		restTrace  = "4bf92f3577b34da6a3ce929d0e0e4736"
 		graphTrace = "5bf92f3577b34da6a3ce929d0e0e4737"
+		writeTrace = "6bf92f3577b34da6a3ce929d0e0e4738"
 		parentSpan = "00f067aa0ba902b7"
 	)
 	send := func(method, path, body, traceID string) {
@@ -100,12 +111,13 @@ func TestTracing(t *testing.T) {
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 200 {
+		if resp.StatusCode/100 != 2 {
 			t.Fatalf("%s %s = %d", method, path, resp.StatusCode)
 		}
 	}
 	send("GET", "/api/users/1", "", restTrace)
 	send("POST", "/graphql", `{"query":"query Everyone { users(limit: 2) { id name } }"}`, graphTrace)
+	send("POST", "/api/posts", `{"title":"Traced","content":"A post whose event is published.","author_id":1}`, writeTrace)
 	log := stop() // the shutdown exports what is buffered
 
 	col.mu.Lock()
@@ -154,6 +166,42 @@ func TestTracing(t *testing.T) {
 	op := find(graphTrace, "graphql query", gqlServer.SpanId)
 	list := find(graphTrace, "Service.List users", op.SpanId)
 	find(graphTrace, "SELECT users", list.SpanId)
+
+	// The write: its statements under the rule layer's span, and its event
+	// published by the relay under a producer span.
+	write := find(writeTrace, "POST /api/posts", incoming)
+	create := find(writeTrace, "Service.Create posts", write.SpanId)
+	find(writeTrace, "INSERT posts", create.SpanId)
+	published := false
+	for _, s := range spans {
+		if s.Name == "events publish" && s.Kind == tracepb.Span_SPAN_KIND_PRODUCER {
+			published = true
+		}
+	}
+	if !published {
+		t.Error("no span of the events' publication (events publish, a producer span)")
+	}
+
+	if redisURL != "" {
+		// The rate limit's check is one script (EVALSHA, or EVAL the first
+		// time the script is loaded), run under the request's span.
+		found := false
+		for _, s := range spans {
+			if strings.HasPrefix(s.Name, "eval") && bytes.Equal(s.ParentSpanId, server.SpanId) {
+				found = true
+				if s.Kind != tracepb.Span_SPAN_KIND_CLIENT {
+					t.Errorf("Redis span kind = %v, want client", s.Kind)
+				}
+			}
+		}
+		if !found {
+			var names []string
+			for _, s := range spans {
+				names = append(names, s.Name)
+			}
+			t.Errorf("no Redis span (eval...) under the request's span; the spans are %q", names)
+		}
+	}
 
 	if !regexp.MustCompile(`msg=request .*path=/api/users/1 .*trace_id=` + restTrace).MatchString(log) {
 		t.Errorf("the access log line of the request does not name its trace:\n%s", log)
