@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -185,24 +186,55 @@ func complexityOf(t *testing.T, s *server, query string) int {
 	return n
 }
 
-// The figures of docs/graphql.md's Limits, as the server computes them,
-// and what the default limit of 1,000 does with them.
+// complexityRow is a row of docs/graphql.md's table of complexities: the
+// document, then the arithmetic ending in "= <figure>", and ": refused"
+// when the figure is over the limit.
+var complexityRow = regexp.MustCompile("(?m)^\\| `(\\{[^`]*\\})` \\| [^|]*= ([0-9,]+)(: refused)? \\|$")
+
+// complexityCase is a document and its complexity; refused is what the
+// page says the default limit does with it.
+type complexityCase struct {
+	query   string
+	want    int
+	refused bool
+}
+
+// docComplexities reads the documents and figures of docs/graphql.md's
+// complexity table, so that the page cannot say what the server does not.
+func docComplexities(t *testing.T) (out []complexityCase) {
+	t.Helper()
+	b, err := os.ReadFile("../docs/graphql.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range complexityRow.FindAllStringSubmatch(string(b), -1) {
+		n, err := strconv.Atoi(strings.ReplaceAll(m[2], ",", ""))
+		if err != nil {
+			t.Fatalf("docs/graphql.md: figure %q of %s: %v", m[2], m[1], err)
+		}
+		out = append(out, complexityCase{m[1], n, m[3] != ""})
+	}
+	if len(out) < 6 {
+		t.Fatalf("docs/graphql.md: %d rows of the complexity table found, want 6 or more; the pattern no longer finds them", len(out))
+	}
+	return out
+}
+
+// The figures of docs/graphql.md's complexity table, read from the page, as
+// the server computes them, and what the default limit of 1,000 does with
+// them; and one document the page does not give (aliases add up).
 func TestComplexityFigures(t *testing.T) {
 	st := backends()[0].open(t, nil)
 	priced := mustServer(t, st, func(o *graph.Options, _ *rhttp.Config) { o.ComplexityLimit = 1 })
 	s := mustServerSharing(t, st, priced)
-	for _, tc := range []struct {
-		query string
-		want  int
-	}{
-		{"{ users(limit: 20) { id name posts { title } } }", 261},
-		{"{ users(limit: 100) { id posts { title } } }", 1201},
-		{"{ users { posts { author { posts { id title } } } } }", 2211},
-		{"{ users { posts { author { posts(limit: 1) { id title } } } } }", 411},
-		{"{ users { id name email } }", 31},
-		{"{ posts { content author { posts { content } } } }", 131},
-		{"{ " + aliases("posts { content author { posts { content } } }", 7) + "}", 917},
-	} {
+	cases := docComplexities(t)
+	for _, tc := range cases {
+		if tc.refused != (tc.want > 1000) {
+			t.Errorf("docs/graphql.md: %s costs %d and the page says refused: %v; the limit is 1,000", tc.query, tc.want, tc.refused)
+		}
+	}
+	cases = append(cases, complexityCase{"{ " + aliases("posts { content author { posts { content } } }", 7) + "}", 917, false})
+	for _, tc := range cases {
 		if got := complexityOf(t, priced, tc.query); got != tc.want {
 			t.Errorf("%.60s: complexity %d, want %d", tc.query, got, tc.want)
 		}
