@@ -119,13 +119,21 @@ var (
 )
 
 // serveParallel runs GETs of path (path(i) when it varies) on every core and
-// reports requests per second.
+// reports requests per second, and the process's CPU time per request
+// (cpu-ns/op), which other load on the machine disturbs far less than
+// ns/op.
 func serveParallel(b *testing.B, h http.Handler, req func(i int64) *http.Request, want int) {
 	b.Helper()
 	var n atomic.Int64
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
+	cpu0, measured := processCPU()
+	defer func() {
+		if cpu1, _ := processCPU(); measured {
+			b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
+		}
+	}()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			rec := httptest.NewRecorder()
