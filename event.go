@@ -163,10 +163,12 @@ type Outbox interface {
 	// process relays may record the marks in the database a little later:
 	// until then, only a restart would publish them again). When publish
 	// fails they stay unpublished, to be handed out again, and PublishEvents
-	// returns its error. It returns how many events it published. Events that another relay is publishing at
-	// the same moment are skipped, not waited for, so relays on several
-	// instances share the work and publish each event once, unless one dies
-	// between publishing and marking (then another publishes it again).
+	// returns its error. It returns how many events it published. Relays
+	// on several instances publish one batch at a time, each batch after
+	// the last in id order (a relay waits while another publishes), so
+	// they share the work and publish each event once, in order, unless
+	// one dies between publishing and marking (then another publishes it
+	// again, before anything after it).
 	PublishEvents(ctx context.Context, limit int, publish func(context.Context, []Event) error) (int, error)
 
 	// PurgeEvents deletes at most limit events published before t, oldest

@@ -92,7 +92,10 @@ func (f EventFilter) Patterns() []string { return slices.Clone(f.patterns) }
 // for webhook deliveries.
 type EventLog interface {
 	// EventsAfter returns the committed events whose ids are greater than
-	// after, at most limit, in id order, published or not.
+	// after, at most limit, in id order, published or not. Ids are taken
+	// in commit order: no event commits later with an id below one that
+	// EventsAfter has returned, so a reader that goes on after the last id
+	// it read misses nothing.
 	EventsAfter(ctx context.Context, after int64, limit int) ([]Event, error)
 	// PurgedThrough returns the greatest id of the events the retention
 	// has deleted (0 when none): a client that last saw an event before it

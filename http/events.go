@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -209,18 +208,25 @@ func (s *Server) eventStream() http.Handler {
 			return st.write(es.frame(shown)) == nil
 		}
 
-		var replayed []int64 // ids sent from the outbox, ascending
+		// through is the greatest event id the stream has passed: sent,
+		// or not for this caller. Ids commit in order and the relays
+		// publish them in order (docs/events.md), so every event after it
+		// is still to come, live or from the outbox, and every event up to
+		// it is behind: a live event at or below it is a repeat (of the
+		// outbox's, or of a relay's that published again), dropped, as a
+		// client that resumes after it would.
+		var through int64
 		if resume {
-			through, err := es.cfg.Log.PurgedThrough(ctx)
+			purged, err := es.cfg.Log.PurgedThrough(ctx)
 			if err != nil {
 				return nil
 			}
-			if last < through {
-				if st.write(expiredFrame(last, through)) != nil {
+			if last < purged {
+				if st.write(expiredFrame(last, purged)) != nil {
 					return nil
 				}
 			}
-			after := last
+			after, replayed := last, 0
 			for {
 				evs, err := es.cfg.Log.EventsAfter(ctx, after, 100)
 				if err != nil {
@@ -234,15 +240,24 @@ func (s *Server) eventStream() http.Handler {
 					if !deliver(ev, time.Now()) {
 						return nil
 					}
-					replayed = append(replayed, ev.ID)
+					replayed++
 				}
 				if len(evs) < 100 {
 					break
 				}
-				if len(replayed) >= es.cfg.MaxReplay {
+				if replayed >= es.cfg.MaxReplay {
 					return nil // the client resumes after the last one
 				}
 			}
+			through = after
+		}
+		// live passes a live event on, unless it is behind through.
+		pass := func(a *arrived) bool {
+			if a.ev.ID <= through {
+				return true
+			}
+			through = a.ev.ID
+			return deliver(a.ev, a.at)
 		}
 
 		heartbeat := time.NewTicker(es.cfg.Heartbeat)
@@ -256,12 +271,7 @@ func (s *Server) eventStream() http.Handler {
 		for {
 			select {
 			case a := <-live:
-				if n := len(replayed); n > 0 && a.ev.ID <= replayed[n-1] {
-					if _, dup := slices.BinarySearch(replayed, a.ev.ID); dup {
-						continue
-					}
-				}
-				if !deliver(a.ev, a.at) {
+				if !pass(a) {
 					return nil
 				}
 			case <-heartbeat.C:
@@ -277,7 +287,7 @@ func (s *Server) eventStream() http.Handler {
 				for {
 					select {
 					case a := <-live:
-						if !deliver(a.ev, a.at) {
+						if !pass(a) {
 							return nil
 						}
 					default:

@@ -138,6 +138,12 @@ func (dialect) ForeignKey(err error) bool {
 // SkipLocked lets the relays of several instances claim distinct events.
 func (dialect) SkipLocked() string { return " FOR UPDATE SKIP LOCKED" }
 
+// PublishLock is a transaction-scoped advisory lock: relays on several
+// instances publish one batch after another, in id order.
+func (dialect) PublishLock() string {
+	return "SELECT pg_advisory_xact_lock(hashtext('events.publish'))"
+}
+
 // IdentityVersion reads the identity_version row, which triggers move on
 // with every change of a user, an API key or a role (migration 00007).
 func (dialect) IdentityVersion() string { return "(SELECT version FROM identity_version)" }

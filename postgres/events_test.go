@@ -31,18 +31,20 @@ type countingPublisher struct {
 	mu      *sync.Mutex
 	counts  map[int64]int
 	batches *int      // how many batches this relay published
-	errs    *[]string // batches not in id order
+	errs    *[]string // events not in id order
+	last    *int64    // the greatest id published by either relay
 	hub     *inmem.Hub
 }
 
 func (p countingPublisher) Publish(ctx context.Context, events []resourceapi.Event) error {
 	p.mu.Lock()
 	*p.batches++
-	for i, ev := range events {
+	for _, ev := range events {
 		p.counts[ev.ID]++
-		if i > 0 && ev.ID <= events[i-1].ID {
-			*p.errs = append(*p.errs, fmt.Sprintf("batch %v is not in id order", events))
+		if ev.ID <= *p.last {
+			*p.errs = append(*p.errs, fmt.Sprintf("event %d published after %d", ev.ID, *p.last))
 		}
+		*p.last = max(*p.last, ev.ID)
 	}
 	p.mu.Unlock()
 	return p.hub.Publish(ctx, events)
@@ -50,10 +52,9 @@ func (p countingPublisher) Publish(ctx context.Context, events []resourceapi.Eve
 
 // TestTwoRelays runs two instances on one database, each with its relay,
 // while both write: every event is published by exactly one relay (they
-// claim with SKIP LOCKED), each batch in id order, and a subscriber gets
-// every event once. (Across batches, a relay publishes in the order of the
-// commits it finds, which is not the order of ids on PostgreSQL: a
-// transaction that took an id may commit after one that took a later id.) Then an instance with no relay (as with
+// claim with SKIP LOCKED), all in id order, across batches and relays (ids
+// are taken in commit order, and relays publish one batch at a time), and
+// a subscriber gets every event once. Then an instance with no relay (as with
 // RESOURCEAPI_EVENTS_RELAY=off, or a command) writes, and the other's poll
 // publishes its event.
 func TestTwoRelays(t *testing.T) {
@@ -69,12 +70,13 @@ func TestTwoRelays(t *testing.T) {
 	counts := map[int64]int{}
 	var batchesA, batchesB int
 	var errs []string
+	var last int64
 	var relays sync.WaitGroup
 	for _, r := range []struct {
 		db      *postgres.DB
 		batches *int
 	}{{a, &batchesA}, {b, &batchesB}} {
-		relay := relay.New(r.db, countingPublisher{mu: &mu, counts: counts, batches: r.batches, errs: &errs, hub: hub},
+		relay := relay.New(r.db, countingPublisher{mu: &mu, counts: counts, batches: r.batches, errs: &errs, last: &last, hub: hub},
 			relay.Config{Poll: 20 * time.Millisecond})
 		relays.Go(func() { relay.Run(ctx) })
 	}

@@ -179,8 +179,9 @@ func TestNormalizeEmailsMigration(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// As migration 9 left it: without what migrations 11, 12 and 20 add.
-	if _, err := raw.ExecContext(ctx, "ALTER TABLE events DROP COLUMN alias, DROP COLUMN actor, DROP COLUMN hooked_at; DROP TABLE events_purged, webhook_deliveries, webhooks"); err != nil {
+	// As migration 9 left it: without what migrations 11, 12, 20 and 25 add.
+	if _, err := raw.ExecContext(ctx, "ALTER TABLE events DROP COLUMN alias, DROP COLUMN actor, DROP COLUMN hooked_at; DROP TABLE events_purged, webhook_deliveries, webhooks; "+
+		"DROP TRIGGER events_commit_order ON events; DROP FUNCTION events_in_commit_order; DROP SEQUENCE events_commit_order"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := raw.ExecContext(ctx, "DELETE FROM goose_db_version WHERE version_id >= 10"); err != nil {

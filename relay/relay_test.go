@@ -20,6 +20,8 @@ type fakeOutbox struct {
 	events    []resourceapi.Event
 	published map[int64]bool
 	purges    []time.Time
+	limits    []int // each PurgeEvents call's limit
+	purgeable int   // how many published events are old enough to purge
 	wake      chan struct{}
 }
 
@@ -64,11 +66,14 @@ func (o *fakeOutbox) PublishEvents(ctx context.Context, limit int, publish func(
 	return len(batch), nil
 }
 
-func (o *fakeOutbox) PurgeEvents(_ context.Context, before time.Time, _ int) (int, error) {
+func (o *fakeOutbox) PurgeEvents(_ context.Context, before time.Time, limit int) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.purges = append(o.purges, before)
-	return 0, nil
+	o.limits = append(o.limits, limit)
+	n := min(limit, o.purgeable)
+	o.purgeable -= n
+	return n, nil
 }
 
 func (o *fakeOutbox) EventsWritten() <-chan struct{} { return o.wake }
@@ -232,6 +237,35 @@ func TestRelayPurgesAfterRetention(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("no purge within 10s of the start")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestRelayPurgesInBatches: a purge deletes a backlog of old events in
+// bounded batches, one transaction each, until a batch comes back short.
+func TestRelayPurgesInBatches(t *testing.T) {
+	ob, pub := newFakeOutbox(), newFakePublisher()
+	ob.purgeable = 2500
+	startRelay(t, ob, pub, relay.Config{Retention: time.Hour})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ob.mu.Lock()
+		limits, left := append([]int(nil), ob.limits...), ob.purgeable
+		ob.mu.Unlock()
+		if left == 0 && len(limits) == 3 {
+			for _, l := range limits {
+				if l != 1000 {
+					t.Fatalf("purge limits %v, want batches of 1000", limits)
+				}
+			}
+			return
+		}
+		if len(limits) > 3 {
+			t.Fatalf("%d purge calls for 2,500 events in batches of 1,000, want 3", len(limits))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10s, %d events left to purge in %d calls", left, len(limits))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

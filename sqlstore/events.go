@@ -19,7 +19,10 @@ var _ resourceapi.Outbox = (*Store)(nil)
 // of a write of op on a record of res (Resource.EventOf) by actor, from
 // before (nil for a create) to after (nil for a delete), with the record as
 // the write committed it (as it was, for a delete). Each write calls it once
-// its record is written, so the event commits with the write or not at all.
+// its record is written, so the event commits with the write or not at all,
+// and last, right before the commit: on PostgreSQL the insert takes the lock
+// that gives event ids in commit order (migration 00025), held until the
+// transaction ends, so nothing else of the write may wait while it holds it.
 func (s *Store) recordEvent(ctx context.Context, tx Tx, res *resourceapi.Resource, op resourceapi.Op, before, after resourceapi.Record, actor int64) error {
 	name, alias := res.EventOf(op, before, after)
 	rec := after
@@ -63,10 +66,11 @@ func (s *Store) EventsWritten() <-chan struct{} { return s.events }
 // PublishEvents implements resourceapi.Outbox.
 //
 // Where relays on several instances share the database (the dialect has
-// SkipLocked), one transaction claims the oldest unpublished events that no
-// other relay holds, publishes them and marks them, so that each event is
-// published by one relay at a time; a relay that dies before its commit
-// releases its claim, and another publishes the events again.
+// SkipLocked), one transaction waits for the other relays' (PublishLock),
+// claims the oldest unpublished events, publishes them and marks them, so
+// that each event is published by one relay at a time, and every batch
+// after the last in id order; a relay that dies before its commit releases
+// its claim, and another publishes the events again.
 //
 // Otherwise (SQLite) one process relays: see readAndPublish.
 func (s *Store) PublishEvents(ctx context.Context, limit int, publish func(context.Context, []resourceapi.Event) error) (int, error) {
@@ -107,6 +111,14 @@ func (s *Store) claimAndPublish(ctx context.Context, limit int, lock string, pub
 	defer cancel()
 	err := s.writer.Write(committing, func(committing context.Context, tx Tx) error {
 		published = 0
+		// One relay at a time: two that published their batches at once
+		// could hand a subscriber a later id before an earlier one, and a
+		// stream cut in between would resume past the earlier.
+		if pl := s.dialect.PublishLock(); pl != "" {
+			if _, err := tx.ExecContext(ctx, pl); err != nil {
+				return err
+			}
+		}
 		events, err := s.pendingEvents(ctx, tx, limit, 0, lock)
 		if err != nil || len(events) == 0 {
 			return err
@@ -340,10 +352,10 @@ var _ resourceapi.EventLog = (*Store)(nil)
 
 // EventsAfter implements resourceapi.EventLog. It reads committed events,
 // published or not: a client that resumes hears events its live stream
-// would hear later, and drops the repeats by id. On SQLite an id is taken
-// in commit order, so nothing committed later can come before after; on
-// PostgreSQL concurrent transactions commit their ids in any order
-// (docs/events.md says what that means for a resuming client).
+// would hear later, and drops the repeats by id. Ids are taken in commit
+// order (SQLite runs one write transaction at a time; on PostgreSQL an
+// event's insert waits for the previous event-bearing transaction to end,
+// migration 00025), so nothing committed later can come before after.
 func (s *Store) EventsAfter(ctx context.Context, after int64, limit int) ([]resourceapi.Event, error) {
 	if limit <= 0 {
 		return nil, nil

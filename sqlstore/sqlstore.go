@@ -78,6 +78,12 @@ type Dialect interface {
 	// It is "" where one process relays (SQLite: one process serves the
 	// file), and the outbox then reads events outside write transactions.
 	SkipLocked() string
+	// PublishLock is the statement that a relay's claim transaction runs
+	// first, where SkipLocked is not "": it waits until no other relay is
+	// publishing, and holds them off until the transaction ends, so that
+	// relays publish one batch at a time, each after the last in id order
+	// (subscribers and resuming streams rely on it).
+	PublishLock() string
 	// SkipID moves res's id sequence past id, a free id that Create took
 	// because the values before it were taken, so that later Creates do not
 	// try those again. It never moves the sequence backwards.
@@ -733,20 +739,27 @@ func (s *Store) Create(ctx context.Context, res *resourceapi.Resource, rec resou
 			// links it to the prerequisites that round created.
 			rec = rec.Clone()
 		}
-		for _, p := range before {
+		pres := make([]resourceapi.Record, len(before))
+		for i, p := range before {
 			pre, err := s.create(ctx, tx, p.Resource, p.Record)
 			if err != nil {
 				return err
 			}
-			if err := s.recordEvent(ctx, tx, p.Resource, resourceapi.OpCreate, nil, pre, actor); err != nil {
-				return err
-			}
-			s.changed(tx, change{res: p.Resource, id: pre.ID(), created: true})
+			pres[i] = pre
 			rec[p.Link] = pre.ID()
 		}
 		var err error
 		if out, err = s.create(ctx, tx, res, rec); err != nil {
 			return err
+		}
+		// The events last, once every record is written: on PostgreSQL
+		// an event's insert holds the lock that orders event ids by
+		// commit until the transaction ends (recordEvent).
+		for i, p := range before {
+			if err := s.recordEvent(ctx, tx, p.Resource, resourceapi.OpCreate, nil, pres[i], actor); err != nil {
+				return err
+			}
+			s.changed(tx, change{res: p.Resource, id: pres[i].ID(), created: true})
 		}
 		if err := s.recordEvent(ctx, tx, res, resourceapi.OpCreate, nil, out, actor); err != nil {
 			return err

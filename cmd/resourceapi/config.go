@@ -18,6 +18,7 @@ import (
 	"github.com/resourceapi/resourceapi/graph"
 	"github.com/resourceapi/resourceapi/redis"
 	"github.com/resourceapi/resourceapi/relay"
+	"github.com/resourceapi/resourceapi/webhook"
 )
 
 // config is every setting of the program. It is read from the environment
@@ -52,6 +53,8 @@ type config struct {
 	EventsRetention    time.Duration // RESOURCEAPI_EVENTS_RETENTION: how long published events stay in the outbox
 	EventsStream       string        // RESOURCEAPI_EVENTS_STREAM: the Redis stream's key
 	EventsStreamLength int64         // RESOURCEAPI_EVENTS_STREAM_LENGTH: about how many events the Redis stream keeps
+
+	WebhooksRetryPeriod time.Duration // RESOURCEAPI_WEBHOOKS_RETRY_PERIOD: how long a webhook delivery is retried before it is dead-lettered
 
 	Metrics     bool   // RESOURCEAPI_METRICS: on or off; whether to measure the server (GET /metrics)
 	MetricsAddr string // RESOURCEAPI_METRICS_ADDR: a listener serving /metrics without a credential, for a private network
@@ -88,6 +91,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		EventsRetention:    relay.DefaultRetention,
 		EventsStream:       redis.DefaultStream,
 		EventsStreamLength: redis.DefaultStreamLength,
+
+		WebhooksRetryPeriod: webhook.DefaultBackoff.Period,
 
 		WSMaxPerUser: graph.DefaultMaxPerCaller,
 		WSMaxPerAddr: graph.DefaultMaxPerAddr,
@@ -234,6 +239,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 		cfg.EventsRetention = d
 	}
 	str("RESOURCEAPI_EVENTS_STREAM", &cfg.EventsStream)
+	if v := getenv("RESOURCEAPI_WEBHOOKS_RETRY_PERIOD"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			errs = append(errs, "RESOURCEAPI_WEBHOOKS_RETRY_PERIOD must be a duration of at least 1s, such as 24h")
+		}
+		cfg.WebhooksRetryPeriod = d
+	}
 	if v := strings.TrimSpace(getenv("RESOURCEAPI_METRICS")); v != "" {
 		switch strings.ToLower(v) {
 		case "on", "true", "1":
@@ -386,4 +398,12 @@ func (c config) requireSQLiteFile() error {
 	return fmt.Errorf("no SQLite database at %s (%s); this command works on an existing database and never creates one. "+
 		"Set RESOURCEAPI_DATABASE_URL to the server's database (%s), or create this one with 'resourceapi migrate'",
 		absPath(path), where, databaseForms)
+}
+
+// outboxRetention is how long published events stay in the outbox: long
+// enough for a Server-Sent Events client to resume (EventsRetention) and
+// for a webhook delivery to be retried (WebhooksRetryPeriod), whichever is
+// longer.
+func (c config) outboxRetention() time.Duration {
+	return max(c.EventsRetention, c.WebhooksRetryPeriod)
 }

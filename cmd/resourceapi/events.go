@@ -56,7 +56,7 @@ func startEvents(ctx context.Context, cfg config, outbox resourceapi.Outbox, rdb
 	}
 	if cfg.EventsRelay {
 		relay := relay.New(outbox, publisher, relay.Config{
-			Poll: cfg.EventsPoll, Retention: cfg.EventsRetention, Logger: log, Trace: trace,
+			Poll: cfg.EventsPoll, Retention: cfg.outboxRetention(), Logger: log, Trace: trace,
 		})
 		ev.relay = relay
 		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -66,7 +66,8 @@ func startEvents(ctx context.Context, cfg config, outbox resourceapi.Outbox, rdb
 			relay.Run(rctx)
 		}()
 	}
-	log.Info("events", "engine", engine, "relay", cfg.EventsRelay, "poll", cfg.EventsPoll.String())
+	log.Info("events", "engine", engine, "relay", cfg.EventsRelay, "poll", cfg.EventsPoll.String(),
+		"retention", cfg.outboxRetention().String())
 	return ev, nil
 }
 

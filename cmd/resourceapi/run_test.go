@@ -52,6 +52,8 @@ func TestConfigErrors(t *testing.T) {
 		"relay":    {"RESOURCEAPI_EVENTS_RELAY": "sometimes"},
 		"poll":     {"RESOURCEAPI_EVENTS_POLL": "1ms"},
 		"retain":   {"RESOURCEAPI_EVENTS_RETENTION": "0s"},
+		"retry":    {"RESOURCEAPI_WEBHOOKS_RETRY_PERIOD": "soon"},
+		"retry<1s": {"RESOURCEAPI_WEBHOOKS_RETRY_PERIOD": "10ms"},
 		"length":   {"RESOURCEAPI_EVENTS_STREAM_LENGTH": "10"},
 		"ws user":  {"RESOURCEAPI_WS_MAX_PER_USER": "-1"},
 		"ws addr":  {"RESOURCEAPI_WS_MAX_PER_ADDR": "many"},
@@ -65,6 +67,28 @@ func TestConfigErrors(t *testing.T) {
 				t.Fatalf("loadConfig(%v) = nil error, want one", kv)
 			}
 		})
+	}
+}
+
+// TestOutboxRetention: the outbox keeps published events for the longer of
+// the Server-Sent Events retention and the webhook retry period.
+func TestOutboxRetention(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want time.Duration
+	}{
+		{nil, 24 * time.Hour},
+		{map[string]string{"RESOURCEAPI_EVENTS_RETENTION": "48h"}, 48 * time.Hour},
+		{map[string]string{"RESOURCEAPI_WEBHOOKS_RETRY_PERIOD": "2h"}, 2 * time.Hour},
+		{map[string]string{"RESOURCEAPI_WEBHOOKS_RETRY_PERIOD": "10m", "RESOURCEAPI_EVENTS_RETENTION": "30m"}, 30 * time.Minute},
+	} {
+		cfg, err := loadConfig(env(c.env))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.outboxRetention(); got != c.want {
+			t.Errorf("%v: outbox retention %v, want %v", c.env, got, c.want)
+		}
 	}
 }
 

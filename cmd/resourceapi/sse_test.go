@@ -331,3 +331,86 @@ func TestEventStreamAcrossInstances(t *testing.T) {
 		t.Fatalf("after the resumption: %s, want user %d (a repeat?)", f.Raw, last)
 	}
 }
+
+// TestEventStreamCommitOrder provokes, on PostgreSQL, what a resuming
+// client must survive: a transaction that took an event id stays open
+// while a later write commits. A stream reads the first event that
+// reaches it, is cut, and resumes from that event's id: it receives every
+// event once, the open transaction's included (the later write waits for
+// it to commit, so its id comes after; docs/events.md, "Order and
+// resumption").
+func TestEventStreamCommitOrder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a server")
+	}
+	pg := pgtest.NewDatabase(t)
+	srv := startInProcess(t, "RESOURCEAPI_DATABASE_URL="+pg, "RESOURCEAPI_EVENTS_POLL=50ms")
+	admin := printedKey.FindStringSubmatch(srv.log.String())[1]
+	s, _ := openSSE(t, srv.URL, admin, "types=users.created", "")
+	first := mustCreate(t, srv.URL, admin, "/api/users", userBody("first@example.com"))
+	if f := s.next(t, 10*time.Second); int64(f.Data.Record["id"].(float64)) != first {
+		t.Fatalf("first event %s, want user %d's", f.Raw, first)
+	}
+	raw, err := sql.Open("pgx", pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	tx, err := raw.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	var held int64 // a copy of the first user's event, its transaction open
+	if err := tx.QueryRow(`INSERT INTO events (name, alias, actor, resource, record_id, payload, created_at)
+		SELECT name, alias, actor, resource, record_id, payload, created_at FROM events WHERE resource = 'users' AND record_id = $1
+		RETURNING id`, first).Scan(&held); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var second int64
+	go func() {
+		defer close(done)
+		second = mustCreate(t, srv.URL, admin, "/api/users", userBody("second@example.com"))
+	}()
+	var got []sseFrame
+	if !pgtest.WaitLockedOr(t, raw, done) {
+		// The write did not wait: its event reaches the stream first.
+		got = append(got, s.next(t, 10*time.Second))
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) == 0 {
+		got = append(got, s.next(t, 10*time.Second))
+	}
+	<-done
+	s.body.Close()
+	s, _ = openSSE(t, srv.URL, admin, "types=users.created", got[0].ID)
+	last := mustCreate(t, srv.URL, admin, "/api/users", userBody("last@example.com"))
+	for {
+		f := s.next(t, 10*time.Second)
+		got = append(got, f)
+		if int64(f.Data.Record["id"].(float64)) == last {
+			break
+		}
+	}
+	var events []string
+	heldN, secondN := 0, 0
+	for i, f := range got {
+		events = append(events, fmt.Sprintf("%d (user %v)", f.Data.ID, f.Data.Record["id"]))
+		if i > 0 && f.Data.ID <= got[i-1].Data.ID {
+			t.Errorf("event %d after %d", f.Data.ID, got[i-1].Data.ID)
+		}
+		switch {
+		case f.Data.ID == held:
+			heldN++
+		case int64(f.Data.Record["id"].(float64)) == second:
+			secondN++
+		}
+	}
+	if heldN != 1 || secondN != 1 {
+		t.Fatalf("the stream, cut after its first event and resumed, received %v: the open transaction's event %d %d times, the later write's %d times; want each once",
+			events, held, heldN, secondN)
+	}
+}

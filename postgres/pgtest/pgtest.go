@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 )
@@ -54,4 +55,33 @@ func NewDatabase(tb testing.TB) string {
 	}
 	u.Path = "/" + name
 	return u.String()
+}
+
+// WaitLockedOr waits until a session of db's database waits for a lock
+// (pg_stat_activity's wait_event_type Lock), and returns true, or until
+// done is closed, and returns false: a test that starts work that must wait
+// for another transaction learns that it does, or that it did not have to.
+func WaitLockedOr(tb testing.TB, db *sql.DB, done <-chan struct{}) bool {
+	tb.Helper()
+	for {
+		select {
+		case <-done:
+			return false
+		default:
+		}
+		var n int
+		err := db.QueryRowContext(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n)
+		if err != nil {
+			tb.Fatalf("pgtest: pg_stat_activity: %v", err)
+		}
+		if n > 0 {
+			return true
+		}
+		select {
+		case <-done:
+			return false
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }

@@ -1,0 +1,173 @@
+package postgres_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/resourceapi/resourceapi"
+	"github.com/resourceapi/resourceapi/postgres/pgtest"
+)
+
+// mustUser creates a user on db and returns it.
+func mustUser(t *testing.T, db interface {
+	Create(context.Context, *resourceapi.Resource, resourceapi.Record, ...resourceapi.Prerequisite) (resourceapi.Record, error)
+}, email string) resourceapi.Record {
+	t.Helper()
+	rec := resourceapi.Record{"name": "U", "email": email}
+	if err := resourceapi.Validate(resourceapi.Users, rec, resourceapi.ModeCreate); err != nil {
+		t.Fatal(err)
+	}
+	out, err := db.Create(context.Background(), resourceapi.Users, rec)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	return out
+}
+
+// beginEvent begins a transaction on raw that inserts an event (a copy of
+// the last one) and leaves it open: a write that took its event id and has
+// not committed yet. It returns the transaction and the event's id.
+func beginEvent(t *testing.T, raw *sql.DB) (*sql.Tx, int64) {
+	t.Helper()
+	tx, err := raw.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback() })
+	var id int64
+	err = tx.QueryRow(`INSERT INTO events (name, alias, actor, resource, record_id, payload, created_at)
+		SELECT name, alias, actor, resource, record_id, payload, created_at FROM events ORDER BY id DESC LIMIT 1
+		RETURNING id`).Scan(&id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tx, id
+}
+
+// TestEventIDsInCommitOrder provokes what a resuming reader of the outbox
+// must never meet: of two transactions, the one with the later event id
+// committing first. A transaction takes an event id and stays open; another
+// writes a user meanwhile. Whatever a reader reads then, and whatever it
+// reads after the id it last read once both have committed, holds each
+// event exactly once: the second write's id comes after the first's commit
+// (it waits for it), not before.
+func TestEventIDsInCommitOrder(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	db := mustOpen(t, url)
+	raw, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	mustUser(t, db, "first@example.com")
+	ctx := context.Background()
+
+	tx, held := beginEvent(t, raw)
+	done := make(chan struct{})
+	var second resourceapi.Record
+	go func() {
+		defer close(done)
+		second = mustUser(t, db, "second@example.com")
+	}()
+	waited := pgtest.WaitLockedOr(t, raw, done)
+
+	// A reader resumes while the first is still open.
+	seen, err := db.EventsAfter(ctx, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	after := seen[len(seen)-1].ID
+	more, err := db.EventsAfter(ctx, after, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[int64]int{}
+	var secondID int64
+	for _, ev := range append(seen, more...) {
+		count[ev.ID]++
+		if ev.Record.ID() == second.ID() {
+			secondID = ev.ID
+		}
+	}
+	if count[held] != 1 || secondID == 0 || count[secondID] != 1 {
+		t.Fatalf("read %v then, after %d, %v: the open transaction's event %d seen %d times, the second write's %d seen %d times; want each once (the second write waited: %v)",
+			ids(seen), after, ids(more), held, count[held], secondID, count[secondID], waited)
+	}
+	if secondID < held {
+		t.Fatalf("the write that committed last has event id %d, below the first's %d", secondID, held)
+	}
+}
+
+func ids(evs []resourceapi.Event) []int64 {
+	out := make([]int64, len(evs))
+	for i, ev := range evs {
+		out[i] = ev.ID
+	}
+	return out
+}
+
+// TestRelaysPublishInIDOrder has one relay hold a batch in publication (an
+// engine slow to answer) while another relay, on another instance, looks
+// for events: it waits, and publishes the next event after the first
+// batch, so that every subscriber and the outbox agree on the order.
+func TestRelaysPublishInIDOrder(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	a, b := mustOpen(t, url), mustOpen(t, url)
+	raw, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	for i := range 2 {
+		mustUser(t, a, fmt.Sprintf("u%d@example.com", i))
+	}
+	ctx := context.Background()
+	var mu sync.Mutex
+	var order []int64
+	record := func(evs []resourceapi.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, ids(evs)...)
+	}
+	holding, release := make(chan struct{}), make(chan struct{})
+	doneA := make(chan error, 1)
+	go func() {
+		_, err := a.PublishEvents(ctx, 1, func(_ context.Context, evs []resourceapi.Event) error {
+			close(holding)
+			<-release
+			record(evs)
+			return nil
+		})
+		doneA <- err
+	}()
+	<-holding
+	doneB := make(chan struct{})
+	var errB error
+	go func() {
+		defer close(doneB)
+		_, errB = b.PublishEvents(ctx, 10, func(_ context.Context, evs []resourceapi.Event) error {
+			record(evs)
+			return nil
+		})
+	}()
+	waited := pgtest.WaitLockedOr(t, raw, doneB)
+	close(release)
+	if err := <-doneA; err != nil {
+		t.Fatal(err)
+	}
+	<-doneB
+	if errB != nil {
+		t.Fatal(errB)
+	}
+	if len(order) != 2 || !slices.IsSorted(order) {
+		t.Fatalf("published %v, want both events in id order (the second relay waited: %v)", order, waited)
+	}
+}
