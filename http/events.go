@@ -251,7 +251,7 @@ func (s *Server) eventStream() http.Handler {
 			}
 			through = after
 		}
-		// live passes a live event on, unless it is behind through.
+		// pass writes a live event, unless it is behind through.
 		pass := func(a *arrived) bool {
 			if a.ev.ID <= through {
 				return true
