@@ -13,11 +13,25 @@ import (
 	"time"
 )
 
-// The files whose curl examples TestDocsExamples runs. The others (auth.md,
-// events.md, oauth.md, operations.md) depend on what an earlier step made
-// (authorization codes, ids, a seeded database) and are not run yet; their
-// URLs are still checked against the routes (http.TestDocsNameServedPaths).
-var checkedDocs = []string{"README.md", "docs/api.md", "docs/graphql.md"}
+// The files whose curl examples TestDocsExamples runs, each with the
+// commands that make what its examples take as given (run first, and
+// checked the same way). The others (events.md streams, oauth.md needs a
+// browser's authorization code, operations.md a seeded database) are not
+// run yet; their URLs are still checked against the routes
+// (http.TestDocsNameServedPaths).
+var checkedDocs = []struct {
+	file  string
+	setup []string
+}{
+	{"README.md", nil},
+	{"docs/api.md", nil},
+	{"docs/graphql.md", nil},
+	{"docs/auth.md", []string{
+		// Ann, user 2, and an access token of hers.
+		`curl -s localhost:8080/api/users -H "X-API-Key: $KEY" -H 'Content-Type: application/json' -d '{"name":"Ann","email":"ann@example.com","password":"the one I have now"}'   # 201`,
+		`TOKEN=$(curl -s localhost:8080/oauth/token -d grant_type=password -d username=ann@example.com -d password='the one I have now' -d client_id=$CLIENT_ID -d client_secret=$CLIENT_SECRET | jq -r .access_token)   # 200`,
+	}},
+}
 
 var (
 	// exampleStatus is the convention of the docs: a curl example's last
@@ -94,16 +108,21 @@ func TestDocsExamples(t *testing.T) {
 			t.Skipf("%s is not installed: the docs' curl examples are not run", tool)
 		}
 	}
-	for _, f := range checkedDocs {
-		t.Run(f, func(t *testing.T) { runExamples(t, filepath.Join("..", "..", f)) })
+	for _, d := range checkedDocs {
+		t.Run(d.file, func(t *testing.T) { runExamples(t, filepath.Join("..", "..", d.file), d.setup) })
 	}
 }
 
-func runExamples(t *testing.T, path string) {
+func runExamples(t *testing.T, path string, setup []string) {
 	examples := shellExamples(t, path)
 	if len(examples) == 0 {
 		t.Fatalf("no curl example found in %s", path)
 	}
+	var given []example
+	for _, c := range setup {
+		given = append(given, example{command: c, status: exampleStatus.FindStringSubmatch(c)[1]})
+	}
+	examples = append(given, examples...)
 	db := filepath.Join(t.TempDir(), "docs.db")
 	kv := map[string]string{"RESOURCEAPI_DATABASE_URL": db, "RESOURCEAPI_ADDR": "127.0.0.1:0",
 		"RESOURCEAPI_ADMIN_EMAIL": "admin@example.com"}
