@@ -101,9 +101,9 @@ func shellExamples(t *testing.T, path string) []example {
 // docs say to get them ($KEY: the first admin's API key; $CLIENT_ID and
 // $CLIENT_SECRET: a client registered with the CLI); "<etag>" and
 // "<next_cursor>" are what the server gives for the example's URL just
-// before it runs. Skips without bash or curl.
+// before it runs. Skips without bash, curl or jq.
 func TestDocsExamples(t *testing.T) {
-	for _, tool := range []string{"bash", "curl"} {
+	for _, tool := range []string{"bash", "curl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s is not installed: the docs' curl examples are not run", tool)
 		}
