@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Service is the rule layer: every read and write of a resource, from any
@@ -26,6 +27,10 @@ type Service struct {
 	auth     Authenticator
 	tracer   Tracer
 	webhooks WebhookPolicy
+	// retention is how long idempotency keys are kept, and claims the keys
+	// of this process's idempotent writes under way (idempotency.go).
+	retention time.Duration
+	claims    claims
 }
 
 // NewService returns the rule layer over store. hasher hashes password
@@ -236,6 +241,9 @@ func (s *Service) prepareCreate(ctx context.Context, c *Caller, res *Resource, r
 // Create validates rec and stores it as a new record of res, within the
 // parent's records when parent is not 0. The record returned carries, once,
 // the plain value of every secret the service generated for it (an API key).
+// When ctx carries an Idempotency (WithIdempotency), the write happens once
+// per key: a key used already returns its Outcome (a *Replay, or
+// CodeUnprocessable) and writes nothing.
 func (s *Service) Create(ctx context.Context, c *Caller, res *Resource, parent int64, rec Record) (_ Record, err error) {
 	ctx, end := s.span(ctx, "Create", res)
 	defer func() { end(err) }()
@@ -244,6 +252,11 @@ func (s *Service) Create(ctx context.Context, c *Caller, res *Resource, parent i
 		return nil, err
 	}
 	if _, err := s.permit(c, res, OpCreate); err != nil {
+		return nil, err
+	}
+	ctx, release, err := s.idempotent(ctx, c)
+	defer release()
+	if err != nil {
 		return nil, err
 	}
 	if parent != 0 {
@@ -358,7 +371,7 @@ func (s *Service) Replace(ctx context.Context, c *Caller, res *Resource, item Ad
 }
 
 // Update changes the fields present in patch of record item.ID. cond is as
-// for Replace.
+// for Replace; an Idempotency in ctx is as for Create.
 func (s *Service) Update(ctx context.Context, c *Caller, res *Resource, item Address, patch Record, cond Condition) (_ Record, err error) {
 	ctx, end := s.span(ctx, "Update", res)
 	defer func() { end(err) }()
@@ -367,6 +380,11 @@ func (s *Service) Update(ctx context.Context, c *Caller, res *Resource, item Add
 		return nil, err
 	}
 	a, err := s.permit(c, res, OpUpdate)
+	if err != nil {
+		return nil, err
+	}
+	ctx, release, err := s.idempotent(ctx, c)
+	defer release()
 	if err != nil {
 		return nil, err
 	}

@@ -10,8 +10,8 @@ import (
 // the exposed headers are those a script needs to read: validators, where a
 // created record lives, correlation, version and rate limits.
 const (
-	corsAllowHeaders  = "Accept, Authorization, Content-Type, If-Match, If-Modified-Since, If-None-Match, If-Unmodified-Since, X-API-Key, X-Request-ID"
-	corsExposeHeaders = "API-Version, ETag, Link, Location, Preference-Applied, RateLimit, RateLimit-Policy, Retry-After, WWW-Authenticate, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-Request-ID"
+	corsAllowHeaders  = "Accept, Authorization, Content-Type, Idempotency-Key, If-Match, If-Modified-Since, If-None-Match, If-Unmodified-Since, X-API-Key, X-Request-ID"
+	corsExposeHeaders = "API-Version, ETag, Idempotency-Replayed, Link, Location, Preference-Applied, RateLimit, RateLimit-Policy, Retry-After, WWW-Authenticate, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-Request-ID"
 	corsMaxAge        = "600" // seconds a browser may reuse a preflight
 )
 

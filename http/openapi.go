@@ -845,8 +845,8 @@ func (g *docGen) resourceRoute(paths *ordered[*oaPathItem], rt route) {
 		if nested {
 			post.RequestBody = g.requestBody(n.nestedCreate, res, exampleBody(res, true))
 		}
-		post.Parameters = append(post.Parameters, g.param("Prefer"))
-		post.Responses.set("201", g.created(res, n))
+		post.Parameters = append(post.Parameters, g.param("Prefer"), g.param("Idempotency-Key"))
+		post.Responses.set("201", g.created(res, n, hIdempotencyReplayed))
 		g.errors(post, 400, 401, 403)
 		if nested {
 			g.errors(post, 404)
@@ -884,11 +884,11 @@ func (g *docGen) resourceRoute(paths *ordered[*oaPathItem], rt route) {
 		patch := &oaOperation{OperationID: "update" + single, Tags: tags,
 			Summary:     fmt.Sprintf("Update %s %s%s", article(res.Singular), res.Singular, of),
 			Description: "Changes the fields in the body, and only those; `null` clears a nullable field. The body is a JSON Merge Patch (RFC 7396) of the record, sent as `application/merge-patch+json` or `application/json` alike; the paths that take PATCH say so in `Accept-Patch` (on OPTIONS and on 415).\n\n" + access,
-			Parameters:  append(g.writeParams(), g.param("Prefer")),
+			Parameters:  append(g.writeParams(), g.param("Prefer"), g.param("Idempotency-Key")),
 			RequestBody: g.requestBody(n.patch, res, nil)}
 		patch.RequestBody.Content.set("application/merge-patch+json", patch.RequestBody.Content[0].value)
-		patch.Responses.set("204", g.minimal())
-		patch.Responses.set("200", g.success("The record as stored.", ref("schemas", n.record), visibleExample(res, false), hETag, hLastModified))
+		patch.Responses.set("204", g.minimal(hIdempotencyReplayed))
+		patch.Responses.set("200", g.success("The record as stored.", ref("schemas", n.record), visibleExample(res, false), hETag, hLastModified, hIdempotencyReplayed))
 		g.errors(patch, 400, 401, 403, 404, 406, 409, 412, 413, 415, 422, 429, 500)
 		item.Patch = patch
 	case kindRemove:
@@ -1110,6 +1110,11 @@ var sharedParams = map[string]*oaParam{
 	"Prefer": {Name: "Prefer", In: "header",
 		Description: "`return=minimal` (RFC 7240): the write answers with no body, 204 (a create 201 with `Location`), with `ETag`, `Last-Modified` and `Preference-Applied: return=minimal`; a create that shows a secret once (an API key, an OAuth client) sends it anyway. `return=representation` is the default.",
 		Schema:      &schema{Type: "string"}},
+	"Idempotency-Key": {Name: "Idempotency-Key", In: "header",
+		Description: "Makes the write happen once (draft-ietf-httpapi-idempotency-key-header): a key the client makes for this request, 1 to 255 printable ASCII characters, as a Structured Field string (`\"8e03978e-40d5\"`) or bare. " +
+			"The first response is kept with the key, per caller, for the retention period (24 hours by default): a retry with the same key and the same method, path and body gets it again, with `Idempotency-Replayed: true`, and writes nothing; " +
+			"the same key with another request is 422 `UNPROCESSABLE`, and a retry while the first request is still under way 409 `CONFLICT`. A kept response shows no secret: the replay of a create that showed one (an API key) leaves it out. A malformed key is 400.",
+		Schema: &schema{Type: "string", MinLength: new(1), MaxLength: new(257)}},
 	"If-Unmodified-Since": {Name: "If-Unmodified-Since", In: "header",
 		Description: "An HTTP date: the write happens only if the record has not changed since (to the second), else 412. Ignored when If-Match is present.",
 		Schema:      &schema{Type: "string"}},
@@ -1145,6 +1150,8 @@ const (
 	hPreferenceApplied = "Preference-Applied"
 	hRateLimit         = "RateLimit"
 	hRateLimitPolicy   = "RateLimit-Policy"
+	// hIdempotencyReplayed marks the replay of a kept response.
+	hIdempotencyReplayed = "Idempotency-Replayed"
 	// hWWWAuthenticateSometimes is WWW-Authenticate where only some
 	// responses carry it (403: INVALID_TOKEN, not FORBIDDEN).
 	hWWWAuthenticateSometimes = "WWW-Authenticate.INVALID_TOKEN"
@@ -1185,6 +1192,8 @@ var sharedHeaders = map[string]*oaHeader{
 		Schema: &schema{Type: "string"}},
 	hPreferenceApplied: {Required: true, Description: "`return=minimal`: the preference the response honoured (RFC 7240).",
 		Schema: &schema{Type: "string"}},
+	hIdempotencyReplayed: {Description: "`true` when the response is the one kept with the request's `Idempotency-Key`, sent again: the write happened once, for the first request.",
+		Schema: &schema{Type: "string", Enum: []any{"true"}}},
 	hLink: {Required: true, Description: "RFC 8288 links to the pages beside this one, absolute URLs with the request's other parameters: `first`, `prev` and `next` (by cursor, or by page number with `page=`), and `last` with `page=` when the total is known.",
 		Schema: &schema{Type: "string"}},
 }
@@ -1229,8 +1238,8 @@ func (g *docGen) success(desc, schemaRef string, example any, headers ...string)
 }
 
 // created is the 201 of a create (POST, or a PUT that creates).
-func (g *docGen) created(res *resourceapi.Resource, n schemaNames) *oaResponse {
-	hs := []string{hETag, hLastModified, hLocation}
+func (g *docGen) created(res *resourceapi.Resource, n schemaNames, extra ...string) *oaResponse {
+	hs := append([]string{hETag, hLastModified, hLocation}, extra...)
 	schemaName := n.record
 	if len(secrets(res)) > 0 {
 		hs = append(hs, hCacheControl)
@@ -1241,9 +1250,9 @@ func (g *docGen) created(res *resourceapi.Resource, n schemaNames) *oaResponse {
 
 // minimal is the 204 of a write that asked for no body (Prefer:
 // return=minimal).
-func (g *docGen) minimal() *oaResponse {
+func (g *docGen) minimal(extra ...string) *oaResponse {
 	return &oaResponse{Description: "Stored, with no body: the request said `Prefer: return=minimal`.",
-		Headers: g.headers(true, false, hETag, hLastModified, hPreferenceApplied)}
+		Headers: g.headers(true, false, append([]string{hETag, hLastModified, hPreferenceApplied}, extra...)...)}
 }
 
 // notModified is the 304 of a GET: the headers of the 200 it stands for.
@@ -1376,11 +1385,11 @@ var errorNotes = map[int]string{
 	404: "No record has this id (or the id is not a valid id), the parent in the path does not exist, or nothing is at this path (NOT_FOUND).",
 	405: "The path exists, but not with this method (METHOD_NOT_ALLOWED); Allow lists the methods it has.",
 	406: "Accept names only API versions that do not exist (NOT_ACCEPTABLE).",
-	409: "A unique field's value is taken, or the record is in use by others (CONFLICT); the detail names the field.",
+	409: "A unique field's value is taken, or the record is in use by others (CONFLICT); the detail names the field. On POST and PATCH, also: a request with the same `Idempotency-Key` is still under way.",
 	412: "If-Match, If-None-Match or If-Unmodified-Since does not hold (PRECONDITION_FAILED); nothing was written.",
 	413: "The body is too large (PAYLOAD_TOO_LARGE).",
 	415: "The body is not declared JSON, or is compressed (UNSUPPORTED_MEDIA_TYPE).",
-	422: "The write would break a rule of the data, or names records that do not exist, or no id is left (UNPROCESSABLE).",
+	422: "The write would break a rule of the data, or names records that do not exist, or no id is left (UNPROCESSABLE). On POST and PATCH, also: the `Idempotency-Key` was used for another request (another method, path or body).",
 	429: "Too many requests (RATE_LIMITED); Retry-After says when to come back.",
 	500: "Something unexpected happened (INTERNAL); the body says nothing more, the server's log does, under the request id.",
 	503: "The database does not answer (UNAVAILABLE).",

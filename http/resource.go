@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -179,25 +180,29 @@ func (h *resourceHandlers) get() http.Handler {
 }
 
 // create serves POST on the collection: 201 with the new record and its
-// Location.
+// Location. With an Idempotency-Key, the record is created once per key.
 func (h *resourceHandlers) create() http.Handler {
 	return h.s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		parent, err := h.pathParent(r)
 		if err != nil {
 			return err
 		}
-		rec, err := h.decode(w, r, 0)
+		render := func(w http.ResponseWriter, out resourceapi.Record) error {
+			// Built from the request's own path, so the version prefix it
+			// had (/api/v2/users) is kept.
+			w.Header().Set("Location", r.URL.Path+"/"+strconv.FormatInt(out.ID(), 10))
+			return h.writeRecord(w, r, http.StatusCreated, out, nil)
+		}
+		rec, ctx, err := h.decode(w, r, 0, render)
 		if err != nil {
 			return err
 		}
-		out, err := h.s.service.Create(r.Context(), caller(r), h.res, parent, rec)
+		out, err := h.s.service.Create(ctx, caller(r), h.res, parent, rec)
 		if err != nil {
+			_, err = replay(w, err)
 			return err
 		}
-		// Built from the request's own path, so the version prefix it had
-		// (/api/v2/users) is kept.
-		w.Header().Set("Location", r.URL.Path+"/"+strconv.FormatInt(out.ID(), 10))
-		return h.writeRecord(w, r, http.StatusCreated, out, nil)
+		return render(w, out)
 	})
 }
 
@@ -205,7 +210,7 @@ func (h *resourceHandlers) create() http.Handler {
 // that id (201 with Location) when there is none.
 func (h *resourceHandlers) replace() http.Handler {
 	return h.s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		item, rec, err := h.decodeItem(w, r, true)
+		item, rec, _, err := h.decodeItem(w, r, true, nil)
 		if err != nil {
 			return err
 		}
@@ -222,32 +227,37 @@ func (h *resourceHandlers) replace() http.Handler {
 }
 
 // decodeItem reads the record's id and the body of a write to it (PUT or
-// PATCH); a PUT's body may not name another id.
-func (h *resourceHandlers) decodeItem(w http.ResponseWriter, r *http.Request, put bool) (resourceapi.Address, resourceapi.Record, error) {
+// PATCH); a PUT's body may not name another id. render is as for decode.
+func (h *resourceHandlers) decodeItem(w http.ResponseWriter, r *http.Request, put bool, render func(http.ResponseWriter, resourceapi.Record) error) (resourceapi.Address, resourceapi.Record, context.Context, error) {
 	item, err := h.item(r)
 	if err != nil {
-		return item, nil, err
+		return item, nil, nil, err
 	}
 	bodyID := int64(0)
 	if put {
 		bodyID = item.ID
 	}
-	rec, err := h.decode(w, r, bodyID)
-	return item, rec, err
+	rec, ctx, err := h.decode(w, r, bodyID, render)
+	return item, rec, ctx, err
 }
 
-// update serves PATCH on a record: only the fields sent change.
+// update serves PATCH on a record: only the fields sent change. With an
+// Idempotency-Key, the change is made once per key.
 func (h *resourceHandlers) update() http.Handler {
 	return h.s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		item, patch, err := h.decodeItem(w, r, false)
+		render := func(w http.ResponseWriter, out resourceapi.Record) error {
+			return h.writeRecord(w, r, http.StatusOK, out, nil)
+		}
+		item, patch, ctx, err := h.decodeItem(w, r, false, render)
 		if err != nil {
 			return err
 		}
-		out, err := h.s.service.Update(r.Context(), caller(r), h.res, item, patch, h.view.writeCondition(r))
+		out, err := h.s.service.Update(ctx, caller(r), h.res, item, patch, h.view.writeCondition(r))
 		if err != nil {
+			_, err = replay(w, err)
 			return err
 		}
-		return h.writeRecord(w, r, http.StatusOK, out, nil)
+		return render(w, out)
 	})
 }
 
@@ -268,14 +278,32 @@ func (h *resourceHandlers) remove() http.Handler {
 
 // decode reads the JSON body of a write into a record; the rule layer
 // validates it. pathID, when not 0, is the id a PUT body may not contradict.
-func (h *resourceHandlers) decode(w http.ResponseWriter, r *http.Request, pathID int64) (resourceapi.Record, error) {
+// With render (POST and PATCH), a request's Idempotency-Key is read first,
+// and the context returned carries its resourceapi.Idempotency, whose
+// response is what render writes for the record stored; otherwise, and
+// without a key, it is the request's.
+func (h *resourceHandlers) decode(w http.ResponseWriter, r *http.Request, pathID int64, render func(http.ResponseWriter, resourceapi.Record) error) (resourceapi.Record, context.Context, error) {
+	key := ""
+	if render != nil {
+		var err error
+		if key, err = ParseIdempotencyKey(r.Header); err != nil {
+			return nil, nil, err
+		}
+	}
 	body, err := h.s.readBody(w, r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	defer putBuffer(body) // DecodeRecord copies what it keeps
 	rec, err := DecodeRecord(h.res, *body, pathID)
-	putBuffer(body) // DecodeRecord copies what it keeps
-	return rec, err
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx := r.Context()
+	if key != "" {
+		ctx = resourceapi.WithIdempotency(ctx, idempotency(r, key, *body, render))
+	}
+	return rec, ctx, nil
 }
 
 // writeRecord sends one record (only fields, when not nil) with its

@@ -733,7 +733,11 @@ func (s *Store) get(ctx context.Context, db Querier, res *resourceapi.Resource, 
 func (s *Store) Create(ctx context.Context, res *resourceapi.Resource, rec resourceapi.Record, before ...resourceapi.Prerequisite) (resourceapi.Record, error) {
 	var out resourceapi.Record
 	actor := resourceapi.ActorFrom(ctx) // the caller's: the writer's context may be another's
+	idem := idempotencyOf(ctx)
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
+		if err := s.idempotentBefore(ctx, tx, idem); err != nil {
+			return err
+		}
 		if len(before) > 0 {
 			// The record is written anew each round: a retried transaction
 			// links it to the prerequisites that round created.
@@ -764,11 +768,14 @@ func (s *Store) Create(ctx context.Context, res *resourceapi.Resource, rec resou
 		if err := s.recordEvent(ctx, tx, res, resourceapi.OpCreate, nil, out, actor); err != nil {
 			return err
 		}
+		if err := s.keepIdempotent(ctx, tx, idem, out); err != nil {
+			return err
+		}
 		s.changed(tx, change{res: res, id: out.ID(), created: true})
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", res.Singular, err)
+		return nil, fmt.Errorf("create %s: %w", res.Singular, s.idempotentFailure(ctx, idem, err))
 	}
 	return out, nil
 }
@@ -853,7 +860,11 @@ func (s *Store) Replace(ctx context.Context, res *resourceapi.Resource, id int64
 func (s *Store) Update(ctx context.Context, res *resourceapi.Resource, id int64, patch resourceapi.Record, cond resourceapi.Condition) (resourceapi.Record, error) {
 	var out resourceapi.Record
 	actor := resourceapi.ActorFrom(ctx) // the caller's: the writer's context may be another's
+	idem := idempotencyOf(ctx)
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
+		if err := s.idempotentBefore(ctx, tx, idem); err != nil {
+			return err
+		}
 		cur, err := s.current(ctx, tx, res, id, patch, cond, false)
 		if err != nil {
 			return err
@@ -867,11 +878,14 @@ func (s *Store) Update(ctx context.Context, res *resourceapi.Resource, id int64,
 		if err := s.recordEvent(ctx, tx, res, resourceapi.OpUpdate, cur, out, actor); err != nil {
 			return err
 		}
+		if err := s.keepIdempotent(ctx, tx, idem, out); err != nil {
+			return err
+		}
 		s.changed(tx, change{res: res, id: id})
 		return nil
 	})
 	if err != nil {
-		return nil, wrap(err, "update %s %d", res.Singular, id)
+		return nil, wrap(s.idempotentFailure(ctx, idem, err), "update %s %d", res.Singular, id)
 	}
 	return out, nil
 }

@@ -54,7 +54,8 @@ type config struct {
 	EventsStream       string        // RESOURCEAPI_EVENTS_STREAM: the Redis stream's key
 	EventsStreamLength int64         // RESOURCEAPI_EVENTS_STREAM_LENGTH: about how many events the Redis stream keeps
 
-	WebhooksRetryPeriod time.Duration // RESOURCEAPI_WEBHOOKS_RETRY_PERIOD: how long a webhook delivery is retried before it is dead-lettered
+	WebhooksRetryPeriod  time.Duration // RESOURCEAPI_WEBHOOKS_RETRY_PERIOD: how long a webhook delivery is retried before it is dead-lettered
+	IdempotencyRetention time.Duration // RESOURCEAPI_IDEMPOTENCY_RETENTION: how long Idempotency-Key responses are kept
 
 	Metrics     bool   // RESOURCEAPI_METRICS: on or off; whether to measure the server (GET /metrics)
 	MetricsAddr string // RESOURCEAPI_METRICS_ADDR: a listener serving /metrics without a credential, for a private network
@@ -92,7 +93,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		EventsStream:       redis.DefaultStream,
 		EventsStreamLength: redis.DefaultStreamLength,
 
-		WebhooksRetryPeriod: webhook.DefaultBackoff.Period,
+		WebhooksRetryPeriod:  webhook.DefaultBackoff.Period,
+		IdempotencyRetention: resourceapi.DefaultIdempotencyRetention,
 
 		WSMaxPerUser: graph.DefaultMaxPerCaller,
 		WSMaxPerAddr: graph.DefaultMaxPerAddr,
@@ -245,6 +247,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 			errs = append(errs, "RESOURCEAPI_WEBHOOKS_RETRY_PERIOD must be a duration of at least 1s, such as 24h")
 		}
 		cfg.WebhooksRetryPeriod = d
+	}
+	if v := getenv("RESOURCEAPI_IDEMPOTENCY_RETENTION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Minute || d > 30*24*time.Hour {
+			errs = append(errs, "RESOURCEAPI_IDEMPOTENCY_RETENTION must be a duration from 1m to 720h, such as 24h")
+		}
+		cfg.IdempotencyRetention = d
 	}
 	if v := strings.TrimSpace(getenv("RESOURCEAPI_METRICS")); v != "" {
 		switch strings.ToLower(v) {

@@ -184,6 +184,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	// A change of one's own password or email is confirmed with the
 	// current password, checked as a sign-in is (throttled).
 	service.SetAuthenticator(id.auth)
+	service.SetIdempotencyRetention(cfg.IdempotencyRetention)
 	// Deferred after the identity and the database, so that it runs before
 	// their Close: the relay's last round needs both.
 	ev, err := startEvents(ctx, cfg, db, id.redis, log, tr.publish())
@@ -288,7 +289,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
 	srv := &nethttp.Server{
-		Handler:           api.Handler(),
+		Handler:           crashHook(api.Handler()),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		WriteTimeout:      60 * time.Second,
