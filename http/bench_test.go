@@ -199,3 +199,11 @@ func BenchmarkGetUserGzip(b *testing.B) {
 		return req
 	}, http.StatusOK)
 }
+
+// BenchmarkListPage3 reads the third page of users by number, as
+// bench/peers.sh's sqlite-page3 does: a page the store's cache answers, so
+// that what is measured is the API's own work (cursors, Link, envelope).
+func BenchmarkListPage3(b *testing.B) {
+	h := benchHandler(b)
+	serveParallel(b, h, get("/api/users?page=3"), http.StatusOK)
+}

@@ -1,0 +1,155 @@
+package http_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/resourceapi/resourceapi"
+	"github.com/resourceapi/resourceapi/postgres"
+	"github.com/resourceapi/resourceapi/postgres/pgtest"
+	"github.com/resourceapi/resourceapi/sqlite"
+)
+
+// BenchmarkMillionPage reads page 1, 100 and 10,000 (100 products a page,
+// sorted by name) of 1,000,000 products by page number (OFFSET) and by cursor
+// (after=), on each store, in one run (PostgreSQL when
+// RESOURCEAPI_TEST_POSTGRES_URL is set), with the SQLite cache off so that
+// every read is a query. The rows are made by one INSERT ... SELECT in the
+// database, not by a million writes through the store.
+// RESOURCEAPI_BENCH_MILLION_ROWS sets another number of rows.
+func BenchmarkMillionPage(b *testing.B) {
+	rows := 1_000_000
+	if v, err := strconv.Atoi(os.Getenv("RESOURCEAPI_BENCH_MILLION_ROWS")); err == nil && v > 0 {
+		rows = v
+	}
+	ctx := context.Background()
+	// Names repeat every 1,000 rows, so that the sort key has ties for
+	// the cursor to break by id.
+	now := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	stores := []struct {
+		name string
+		open func(b *testing.B) resourceapi.Store
+	}{
+		{"sqlite", func(b *testing.B) resourceapi.Store {
+			path := filepath.Join(b.TempDir(), "million.db")
+			db, err := sqlite.Open(ctx, path, sqlite.Options{Sync: sqlite.SyncNormal, CacheRecords: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			db.Close()
+			raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=synchronous(off)")
+			if err != nil {
+				b.Fatal(err)
+			}
+			mustBulk(b, raw, nil,
+				`INSERT INTO products (id, name, price_cents, created_at, updated_at)
+				 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < `+strconv.Itoa(rows)+`)
+				 SELECT i, 'Product ' || printf('%04d', i % 1000), i % 100000, `+strconv.FormatInt(now.UnixMilli(), 10)+` + i, `+strconv.FormatInt(now.UnixMilli(), 10)+` + i FROM n`,
+				// What the search index would take in: nothing reads it here.
+				`DELETE FROM products_fts_pending`)
+			raw.Close()
+			db, err = sqlite.Open(ctx, path, sqlite.Options{Sync: sqlite.SyncNormal, CacheRecords: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { db.Close() })
+			return db
+		}},
+	}
+	if os.Getenv(pgtest.EnvURL) != "" {
+		stores = append(stores, struct {
+			name string
+			open func(b *testing.B) resourceapi.Store
+		}{"postgres", func(b *testing.B) resourceapi.Store {
+			url := pgtest.NewDatabase(b)
+			db, err := postgres.Open(ctx, url, postgres.Options{MaxConns: 8})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { db.Close() })
+			raw, err := sql.Open("pgx", url)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer raw.Close()
+			mustBulk(b, raw, []any{now},
+				`INSERT INTO products (id, name, price_cents, created_at, updated_at)
+				 SELECT i, 'Product ' || lpad((i % 1000)::text, 4, '0'), i % 100000,
+				        $1::timestamptz + i * interval '1 millisecond', $1::timestamptz + i * interval '1 millisecond'
+				 FROM generate_series(1, `+strconv.Itoa(rows)+`) AS i`,
+				`ANALYZE products`)
+			return db
+		}})
+	}
+	for _, st := range stores {
+		b.Run(st.name, func(b *testing.B) {
+			store := st.open(b)
+			const limit = 100
+			for _, page := range []int{1, 100, 10_000} {
+				if (page-1)*limit >= rows {
+					continue
+				}
+				byPage := resourceapi.ListQuery{Limit: limit, Sort: "name", NoTotal: true}
+				byPage.SetPage(page)
+				byCursor := resourceapi.ListQuery{Limit: limit, Sort: "name", NoTotal: true}
+				if page > 1 {
+					// The cursor of the last record of the page before.
+					prev := byPage
+					prev.Offset--
+					prev.Limit = 1
+					p, err := store.List(ctx, resourceapi.Products, prev)
+					if err != nil || len(p.Records) != 1 {
+						b.Fatalf("record before page %d: %v", page, err)
+					}
+					c := prev.CursorOf(p.Records[0], false)
+					byCursor.Cursor = &c
+				}
+				want, err := store.List(ctx, resourceapi.Products, byPage)
+				if err != nil {
+					b.Fatal(err)
+				}
+				got, err := store.List(ctx, resourceapi.Products, byCursor)
+				if err != nil || len(got.Records) != len(want.Records) || len(got.Records) == 0 ||
+					got.Records[0].ID() != want.Records[0].ID() || got.Records[len(got.Records)-1].ID() != want.Records[len(want.Records)-1].ID() {
+					b.Fatalf("page %d by cursor differs from by number: %v", page, err)
+				}
+				for _, m := range []struct {
+					name string
+					q    resourceapi.ListQuery
+				}{{"page", byPage}, {"cursor", byCursor}} {
+					b.Run(fmt.Sprintf("%s/%d", m.name, page), func(b *testing.B) {
+						for b.Loop() {
+							if _, err := store.List(ctx, resourceapi.Products, m.q); err != nil {
+								b.Fatal(err)
+							}
+						}
+					})
+				}
+			}
+		})
+	}
+}
+
+// mustBulk runs statements on a database outside the store, each with the
+// arguments it names of args ($1 ... on PostgreSQL).
+func mustBulk(b *testing.B, db *sql.DB, args []any, stmts ...string) {
+	b.Helper()
+	for _, s := range stmts {
+		var a []any
+		for i, v := range args {
+			if strings.Contains(s, "$"+strconv.Itoa(i+1)) {
+				a = append(a, v)
+			}
+		}
+		if _, err := db.Exec(s, a...); err != nil {
+			b.Fatalf("%.60s...: %v", s, err)
+		}
+	}
+}
