@@ -116,8 +116,14 @@ func TestStore(t *testing.T, open func(t *testing.T) resourceapi.Store) {
 		{"Prerequisites", testPrerequisites},
 		{"Webhooks", testWebhooks},
 	}
+	// The groups run in parallel: each opens stores of its own, and on a
+	// database server most of a test's time is waiting for it (commits, new
+	// databases), which the others use.
 	for _, g := range groups {
-		t.Run(g.name, func(t *testing.T) { g.run(t, opened) })
+		t.Run(g.name, func(t *testing.T) {
+			t.Parallel()
+			g.run(t, opened)
+		})
 	}
 }
 
