@@ -68,10 +68,15 @@ func TestEventIDsInCommitOrder(t *testing.T) {
 
 	tx, held := beginEvent(t, raw)
 	done := make(chan struct{})
+	rec := resourceapi.Record{"name": "U", "email": "second@example.com"}
+	if err := resourceapi.Validate(resourceapi.Users, rec, resourceapi.ModeCreate); err != nil {
+		t.Fatal(err)
+	}
 	var second resourceapi.Record
+	var errSecond error
 	go func() {
 		defer close(done)
-		second = mustUser(t, db, "second@example.com")
+		second, errSecond = db.Create(ctx, resourceapi.Users, rec)
 	}()
 	waited := pgtest.WaitLockedOr(t, raw, done)
 
@@ -84,6 +89,9 @@ func TestEventIDsInCommitOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-done
+	if errSecond != nil {
+		t.Fatal(errSecond)
+	}
 	after := seen[len(seen)-1].ID
 	more, err := db.EventsAfter(ctx, after, 100)
 	if err != nil {

@@ -141,22 +141,32 @@ func mustNoMore(t testing.TB, ch <-chan resourceapi.Event) {
 // mustCreate creates a record over REST and returns its id.
 func mustCreate(t testing.TB, baseURL, key, path, body string) int64 {
 	t.Helper()
-	req, err := http.NewRequest("POST", baseURL+path, strings.NewReader(body))
+	id, err := create(baseURL, key, path, body)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return id
+}
+
+// create creates a record over REST and returns its id, or why not: for
+// goroutines other than the test's, which must not call t.Fatal.
+func create(baseURL, key, path, body string) (int64, error) {
+	req, err := http.NewRequest("POST", baseURL+path, strings.NewReader(body))
+	if err != nil {
+		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-API-Key", key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("POST %s: %v", path, err)
+		return 0, fmt.Errorf("POST %s: %v", path, err)
 	}
 	defer resp.Body.Close()
 	var rec struct{ ID int64 }
 	if err := json.NewDecoder(resp.Body).Decode(&rec); err != nil || resp.StatusCode != http.StatusCreated {
-		t.Fatalf("POST %s: status %d (%v), want 201", path, resp.StatusCode, err)
+		return 0, fmt.Errorf("POST %s: status %d (%v), want 201", path, resp.StatusCode, err)
 	}
-	return rec.ID
+	return rec.ID, nil
 }
 
 func userBody(email string) string {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -250,7 +251,7 @@ func TestEventStream(t *testing.T) {
 	}
 
 	// A resumption from before what the retention deleted is told so.
-	db, err := sql.Open("sqlite", path)
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)") // the server may be writing
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,9 +370,10 @@ func TestEventStreamCommitOrder(t *testing.T) {
 	}
 	done := make(chan struct{})
 	var second int64
+	var errSecond error
 	go func() {
 		defer close(done)
-		second = mustCreate(t, srv.URL, admin, "/api/users", userBody("second@example.com"))
+		second, errSecond = create(srv.URL, admin, "/api/users", userBody("second@example.com"))
 	}()
 	var got []sseFrame
 	if !pgtest.WaitLockedOr(t, raw, done) {
@@ -385,6 +387,9 @@ func TestEventStreamCommitOrder(t *testing.T) {
 		got = append(got, s.next(t, 10*time.Second))
 	}
 	<-done
+	if errSecond != nil {
+		t.Fatal(errSecond)
+	}
 	s.body.Close()
 	s, _ = openSSE(t, srv.URL, admin, "types=users.created", got[0].ID)
 	last := mustCreate(t, srv.URL, admin, "/api/users", userBody("last@example.com"))
@@ -412,5 +417,83 @@ func TestEventStreamCommitOrder(t *testing.T) {
 	if heldN != 1 || secondN != 1 {
 		t.Fatalf("the stream, cut after its first event and resumed, received %v: the open transaction's event %d %d times, the later write's %d times; want each once",
 			events, held, heldN, secondN)
+	}
+}
+
+// TestEventStreamResumeUnderConcurrentWrites: on PostgreSQL and Redis, with
+// writers committing at once (their transactions overlapping, so ids would
+// commit out of order if nothing ordered them), a plain HTTP client is cut
+// at random events and resumes each time from the last id it received:
+// every write's event arrives exactly once, in increasing id order.
+func TestEventStreamResumeUnderConcurrentWrites(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a server")
+	}
+	pg := pgtest.NewDatabase(t)
+	rds := redistest.StartServer(t)
+	srv := startInProcess(t, "RESOURCEAPI_DATABASE_URL="+pg, "RESOURCEAPI_REDIS_URL="+rds.URL, "RESOURCEAPI_EVENTS_POLL=50ms")
+	admin := printedKey.FindStringSubmatch(srv.log.String())[1]
+	s, _ := openSSE(t, srv.URL, admin, "types=users.created", "0")
+
+	const writers, each = 4, 25
+	var mu sync.Mutex
+	created := map[int64]bool{}
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				id, err := create(srv.URL, admin, "/api/users", userBody(fmt.Sprintf("w%d-%d@example.com", w, i)))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				created[id] = true
+				mu.Unlock()
+			}
+		})
+	}
+	seen := map[int64]int{}
+	var last int64
+	cuts := 0
+	read := func(f sseFrame) {
+		if f.Event != "users.created" {
+			t.Fatalf("frame %s %s", f.Event, f.Raw)
+		}
+		if f.Data.ID <= last {
+			t.Fatalf("event %d after %d", f.Data.ID, last)
+		}
+		last = f.Data.ID
+		seen[int64(f.Data.Record["id"].(float64))]++
+	}
+	for got := 0; got < writers*each; {
+		n := 1 + rand.IntN(20) // events until the next cut
+		for range n {
+			read(s.next(t, 10*time.Second))
+			got++
+			if got == writers*each {
+				break
+			}
+		}
+		s.body.Close()
+		cuts++
+		s, _ = openSSE(t, srv.URL, admin, "types=users.created", strconv.FormatInt(last, 10))
+	}
+	wg.Wait()
+	barrier := mustCreate(t, srv.URL, admin, "/api/users", userBody("barrier@example.com"))
+	for {
+		f := s.next(t, 10*time.Second)
+		read(f)
+		if int64(f.Data.Record["id"].(float64)) == barrier {
+			break
+		}
+	}
+	for id := range created {
+		if seen[id] != 1 {
+			t.Errorf("user %d's event received %d times across %d cuts, want once", id, seen[id], cuts)
+		}
+	}
+	if len(seen) != len(created)+2 { // the admin's and the barrier
+		t.Errorf("received the events of %d users, want %d", len(seen), len(created)+2)
 	}
 }
