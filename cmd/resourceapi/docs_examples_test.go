@@ -1,8 +1,14 @@
 package main
 
 import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
+	"html"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"os/exec"
@@ -15,22 +21,29 @@ import (
 
 // The files whose curl examples TestDocsExamples runs, each with the
 // commands that make what its examples take as given (run first, and
-// checked the same way). The others (events.md streams, oauth.md needs a
-// browser's authorization code, operations.md a seeded database) are not
-// run yet; their URLs are still checked against the routes
+// checked the same way). The others (events.md streams, operations.md
+// needs a seeded database and the password seed prints) are not run yet; their URLs are still checked against the routes
 // (http.TestDocsNameServedPaths).
 var checkedDocs = []struct {
 	file  string
 	setup []string
+	// signIn is the email and password of the user who signs in on the
+	// authorization page to give "<code>" (docs/oauth.md).
+	signIn [2]string
 }{
-	{"README.md", nil},
-	{"docs/api.md", nil},
-	{"docs/graphql.md", nil},
+	{"README.md", nil, [2]string{}},
+	{"docs/api.md", nil, [2]string{}},
+	{"docs/graphql.md", nil, [2]string{}},
 	{"docs/auth.md", []string{
 		// Ann, user 2, and an access token of hers.
 		`curl -s localhost:8080/api/users -H "X-API-Key: $KEY" -H 'Content-Type: application/json' -d '{"name":"Ann","email":"ann@example.com","password":"the one I have now"}'   # 201`,
 		`TOKEN=$(curl -s localhost:8080/oauth/token -d grant_type=password -d username=ann@example.com -d password='the one I have now' -d client_id=$CLIENT_ID -d client_secret=$CLIENT_SECRET | jq -r .access_token)   # 200`,
-	}},
+	}, [2]string{}},
+	{"docs/oauth.md", []string{
+		// Ada, user 2, and a refresh token of one of her sign-ins.
+		`curl -s localhost:8080/api/users -H "X-API-Key: $KEY" -H 'Content-Type: application/json' -d '{"name":"Ada","email":"ada@example.com","password":"correct horse battery staple"}'   # 201`,
+		`REFRESH_TOKEN=$(curl -s localhost:8080/oauth/token -u "$ID:$SECRET" -d grant_type=password -d username=ada@example.com -d password='correct horse battery staple' | jq -r .refresh_token)   # 200`,
+	}, [2]string{"ada@example.com", "correct horse battery staple"}},
 }
 
 var (
@@ -64,8 +77,8 @@ func shellExamples(t *testing.T, path string) []example {
 	var cur strings.Builder
 	start := 0
 	for i, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "```") {
-			in = strings.TrimPrefix(l, "```") == "sh" && !in
+		if fence := strings.TrimSpace(l); strings.HasPrefix(fence, "```") { // a list item's block is indented
+			in = strings.TrimPrefix(fence, "```") == "sh" && !in
 			continue
 		}
 		if !in {
@@ -109,11 +122,11 @@ func TestDocsExamples(t *testing.T) {
 		}
 	}
 	for _, d := range checkedDocs {
-		t.Run(d.file, func(t *testing.T) { runExamples(t, filepath.Join("..", "..", d.file), d.setup) })
+		t.Run(d.file, func(t *testing.T) { runExamples(t, filepath.Join("..", "..", d.file), d.setup, d.signIn) })
 	}
 }
 
-func runExamples(t *testing.T, path string, setup []string) {
+func runExamples(t *testing.T, path string, setup []string, signIn [2]string) {
 	examples := shellExamples(t, path)
 	if len(examples) == 0 {
 		t.Fatalf("no curl example found in %s", path)
@@ -143,7 +156,8 @@ func runExamples(t *testing.T, path string, setup []string) {
 		// The client is registered when an example first needs one, as a
 		// reader would: its service user takes the next user id.
 		if _, done := vars["CLIENT_ID"]; !done && (strings.Contains(e.command, "$CLIENT_ID") || strings.Contains(e.command, "$ID")) {
-			client := mustRun(t, kv, "", "client", "create", "--name", "Docs", "--grant", "password", "--grant", "client_credentials")
+			client := mustRun(t, kv, "", "client", "create", "--name", "Docs", "--grant", "password", "--grant", "client_credentials",
+				"--grant", "authorization_code", "--grant", "refresh_token", "--redirect-uri", docsRedirect)
 			id, secret := clientIDLine.FindStringSubmatch(client), clientSecretLine.FindStringSubmatch(client)
 			if id == nil || secret == nil {
 				t.Fatalf("client create printed no id or secret:\n%s", client)
@@ -152,6 +166,14 @@ func runExamples(t *testing.T, path string, setup []string) {
 		}
 		cmd := docsAddr.ReplaceAllString(e.command, base)
 		cmd = fillPlaceholders(t, cmd, base, vars["KEY"])
+		if strings.Contains(cmd, "<refresh_token>") {
+			cmd = strings.ReplaceAll(cmd, "<refresh_token>", vars["REFRESH_TOKEN"])
+		}
+		if strings.Contains(cmd, "<code>") {
+			code, verifier := authorizationCode(t, base, vars["CLIENT_ID"], signIn)
+			cmd = strings.ReplaceAll(cmd, "<code>", code)
+			vars["verifier"] = verifier
+		}
 		var env []string
 		for k, v := range vars {
 			env = append(env, k+"="+v)
@@ -242,4 +264,47 @@ func fillPlaceholders(t *testing.T, cmd, base, key string) string {
 		t.Fatalf("GET %s (%d) has no next_cursor for the example: %s", u, resp.StatusCode, cmd)
 	}
 	return strings.NewReplacer("<etag>", tag, "<next_cursor>", page.Pagination.NextCursor).Replace(cmd)
+}
+
+// docsRedirect is the redirect URI of docs/oauth.md's client.
+const docsRedirect = "http://localhost:3000/callback"
+
+// authorizationCode goes through the authorization page as docs/oauth.md's
+// steps 1 to 3 do in a browser (a verifier and its challenge, the page,
+// the user's email and password, Allow) and returns the code the redirect
+// carries and the verifier.
+func authorizationCode(t *testing.T, base, clientID string, signIn [2]string) (code, verifier string) {
+	t.Helper()
+	verifier = rand.Text() + rand.Text()
+	sum := sha256.Sum256([]byte(verifier))
+	q := url.Values{"response_type": {"code"}, "client_id": {clientID}, "redirect_uri": {docsRedirect},
+		"scope": {"api"}, "state": {"xyz"}, "code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])},
+		"code_challenge_method": {"S256"}}
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get, _ := http.NewRequest("GET", base+"/oauth/authorize?"+q.Encode(), nil)
+	get.Header.Set("X-Request-ID", fillRequestID)
+	resp, err := browser.Do(get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	form := url.Values{"email": {signIn[0]}, "password": {signIn[1]}, "decision": {"allow"}}
+	for _, m := range regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`).FindAllStringSubmatch(string(page), -1) {
+		form.Set(m[1], html.UnescapeString(m[2]))
+	}
+	req, _ := http.NewRequest("POST", base+"/oauth/authorize", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Request-ID", fillRequestID)
+	resp, err = browser.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil || loc.Query().Get("code") == "" {
+		t.Fatalf("the authorization page answered %d, Location %q: no code", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	return loc.Query().Get("code"), verifier
 }
