@@ -13,17 +13,20 @@ import (
 
 // TestStatementsPerRequest pins how many statements each request shape of
 // the PostgreSQL workloads runs (BEGIN and COMMIT, which a write adds, are
-// not statements the store reports), so that a change cannot add a round
-// trip unseen: every statement is a round trip to a server that may be on
-// another machine. Each shape is sent once to fill the caches (the caller's
-// account), then counted. See docs/performance.md (Round trips and
-// statements).
+// not statements the store reports) and how many round trips to the server
+// they take (counted on the wire, through pgtest's proxy), so that a change
+// cannot add one unseen: every round trip waits for a server that may be on
+// another machine. A write sends its BEGIN with its first statement and its
+// event with its COMMIT. Each shape is sent once to fill the caches (the
+// caller's account and the connections' prepared statements), then
+// counted. See docs/performance.md (Round trips and statements).
 func TestStatementsPerRequest(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var seen []string
 	counting := false
-	db, err := postgres.Open(t.Context(), pgtest.NewDatabase(t), postgres.Options{MaxConns: 4, OnStatement: func(q string) {
+	proxy, url := pgtest.NewProxy(t, pgtest.NewDatabase(t))
+	db, err := postgres.Open(t.Context(), url, postgres.Options{MaxConns: 4, OnStatement: func(q string) {
 		mu.Lock()
 		defer mu.Unlock()
 		if counting {
@@ -42,16 +45,21 @@ func TestStatementsPerRequest(t *testing.T) {
 	for _, shape := range []struct {
 		name, method, path, body string
 		status                   int
-		want                     int
+		want, trips              int
 	}{
-		{"GET one user", "GET", "/api/users/5", "", http.StatusOK, 1},
-		{"list page 1 with total", "GET", "/api/users?limit=20", "", http.StatusOK, 1},
-		{"list page 3 with total", "GET", "/api/users?page=3&limit=20", "", http.StatusOK, 1},
-		{"search sorted", "GET", "/api/users?q=user0&sort=name&order=desc&limit=20", "", http.StatusOK, 1},
-		{"search, page 2", "GET", "/api/users?q=user0&sort=name&order=desc&limit=20&page=2", "", http.StatusOK, 1},
-		{"search matching nothing", "GET", "/api/users?q=qzx", "", http.StatusOK, 2},
-		{"POST a user", "POST", "/api/users", `{"name":"New %d","email":"new%d@example.com"}`, http.StatusCreated, 4},
-		{"PATCH a user's age", "PATCH", "/api/users/5", `{"age":%d}`, http.StatusOK, 4},
+		{"GET one user", "GET", "/api/users/5", "", http.StatusOK, 1, 1},
+		{"list page 1 with total", "GET", "/api/users?limit=20", "", http.StatusOK, 1, 1},
+		{"list page 3 with total", "GET", "/api/users?page=3&limit=20", "", http.StatusOK, 1, 1},
+		{"search sorted", "GET", "/api/users?q=user0&sort=name&order=desc&limit=20", "", http.StatusOK, 1, 1},
+		{"search, page 2", "GET", "/api/users?q=user0&sort=name&order=desc&limit=20&page=2", "", http.StatusOK, 1, 1},
+		{"search matching nothing", "GET", "/api/users?q=qzx", "", http.StatusOK, 2, 2},
+		// The account (its own round trip, before the write), then
+		// BEGIN with the INSERT (which takes its id), the event with
+		// COMMIT.
+		{"POST a user", "POST", "/api/users", `{"name":"New %d","email":"new%d@example.com"}`, http.StatusCreated, 3, 3},
+		// The account, BEGIN with the read FOR UPDATE, the UPDATE, the
+		// event with COMMIT.
+		{"PATCH a user's age", "PATCH", "/api/users/5", `{"age":%d}`, http.StatusOK, 4, 4},
 	} {
 		for round := range 2 {
 			body := shape.body
@@ -62,13 +70,18 @@ func TestStatementsPerRequest(t *testing.T) {
 			mu.Lock()
 			counting, seen = round == 1, nil
 			mu.Unlock()
+			trips := proxy.RoundTrips()
 			c.do(shape.method, shape.path, body).mustStatus(t, shape.status)
+			trips = proxy.RoundTrips() - trips
 			mu.Lock()
 			got := seen
 			counting = false
 			mu.Unlock()
 			if round == 1 && len(got) != shape.want {
 				t.Errorf("%s (%s %s) ran %d statements, want %d:\n%s", shape.name, shape.method, shape.path, len(got), shape.want, strings.Join(got, "\n"))
+			}
+			if round == 1 && trips != shape.trips {
+				t.Errorf("%s (%s %s) took %d round trips, want %d", shape.name, shape.method, shape.path, trips, shape.trips)
 			}
 		}
 	}

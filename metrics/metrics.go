@@ -132,10 +132,12 @@ func (m *Metrics) Outbox(o resourceapi.OutboxStater) {
 	m.reg.MustRegister(&outboxCollector{o: o})
 }
 
-// DB reports the connection pool of db (use, waits) as go_sql_* metrics
-// labelled db_name=name.
-func (m *Metrics) DB(name string, db *sql.DB) {
-	m.reg.MustRegister(collectors.NewDBStatsCollector(db, name))
+// DB reports a connection pool (use, waits), whose statistics stats reads
+// at each scrape, as the go_sql_* metrics of database/sql's pools, labelled
+// db_name=name. A pool of another driver (pgx's) gives its figures in
+// database/sql's terms.
+func (m *Metrics) DB(name string, stats func() sql.DBStats) {
+	m.reg.MustRegister(newPoolCollector(name, stats))
 }
 
 // Caches reports the hits and misses of the caches of every source

@@ -84,6 +84,24 @@ func (dialect) NextID(ctx context.Context, tx sqlstore.Querier, res *resourceapi
 	return id, err
 }
 
+var _ sqlstore.NextIDInline = dialect{}
+
+// NextIDExpr implements sqlstore.NextIDInline: NextID's statement as a
+// scalar subquery of the INSERT's VALUES, which PostgreSQL evaluates once,
+// before the row is inserted.
+func (dialect) NextIDExpr(name string) string {
+	return "(SELECT n FROM nextval(pg_get_serial_sequence(" + name + ", 'id')) AS n, " +
+		"pg_advisory_xact_lock(hashtext(" + name + "), hashint8(n)) AS l)"
+}
+
+// CurrentID implements sqlstore.NextIDInline: currval is the session's
+// last nextval of the sequence.
+func (dialect) CurrentID(ctx context.Context, tx sqlstore.Querier, res *resourceapi.Resource) (int64, error) {
+	var id int64
+	err := tx.QueryRowContext(ctx, "SELECT currval(pg_get_serial_sequence($1, 'id'))", res.Name).Scan(&id)
+	return id, err
+}
+
 // SkipID moves the identity sequence past id, under a lock so that
 // concurrent moves never go backwards. (A nextval between the read and the
 // write of the sequence in setval's statement can still hand out a value

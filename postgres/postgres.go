@@ -1,5 +1,5 @@
 // Package postgres is the production store: resourceapi.Store on PostgreSQL,
-// through pgx's database/sql driver. Several stateless instances can share one
+// through pgx's own pool and protocol. Several stateless instances can share one
 // database: invariants that need a consistent view take advisory locks, and
 // migrations take a session lock so that instances starting together migrate
 // once.
@@ -15,9 +15,9 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
@@ -58,46 +58,57 @@ const cancelGrace = 5 * time.Second
 // DB is a PostgreSQL database. It implements resourceapi.Store.
 type DB struct {
 	*sqlstore.Store
-	db *sql.DB
+	pool *pgxpool.Pool
 }
 
 // Open connects to the database at url (postgres://...), brings its schema up
 // to date and returns the store. Close releases it.
 func Open(ctx context.Context, url string, opts Options) (*DB, error) {
-	cfg, err := pgx.ParseConfig(url)
+	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
 	// A statement whose context ends (a deadline: callers hanging up do not
 	// reach the driver, see sqlstore.Detach) is cancelled by a cancel request
 	// and its connection kept, where pgx's default abandons the connection.
-	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelGrace}
 	}
-	db := stdlib.OpenDB(*cfg)
 	conns := opts.MaxConns
 	if conns <= 0 {
 		conns = 4 * runtime.GOMAXPROCS(0)
 	}
-	db.SetMaxOpenConns(conns)
-	db.SetMaxIdleConns(conns)
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
+	cfg.MaxConns = int32(conns)
+	// database/sql kept its connections for as long as they worked; so
+	// does the store: a new session costs PostgreSQL a process and cold
+	// caches.
+	cfg.MaxConnLifetime, cfg.MaxConnIdleTime = 0, 0
+	pgxPool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	if err := pgxPool.Ping(ctx); err != nil {
+		pgxPool.Close()
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
 	fsys := opts.Migrations
 	if fsys == nil {
 		fsys = Migrations()
 	}
-	if err := migrate(ctx, db, fsys); err != nil {
-		db.Close()
+	// goose runs on database/sql: a handle over the same pool, for the
+	// migrations only.
+	sqlDB := stdlib.OpenDBFromPool(pgxPool)
+	err = migrate(ctx, sqlDB, fsys)
+	sqlDB.Close()
+	if err != nil {
+		pgxPool.Close()
 		return nil, err
 	}
-	pool := sqlstore.DB{DB: db, Lost: dialect{}.Unavailable, MaxIdle: conns, Slots: make(chan struct{}, conns)}
+	p := &pool{pool: pgxPool, slots: make(chan struct{}, conns)}
 	return &DB{Store: sqlstore.New(sqlstore.Config{
-		Reader: pool, Writer: pool, Dialect: dialect{}, Now: opts.Now,
+		Reader: p, Writer: p, Dialect: dialect{}, Now: opts.Now,
 		OnStatement: opts.OnStatement, Trace: opts.Trace, Logger: opts.Logger,
-	}), db: db}, nil
+	}), pool: pgxPool}, nil
 }
 
 // Migrate brings the schema of the database at url up to date and returns.
@@ -147,5 +158,6 @@ func goMigrations() []*goose.Migration {
 
 // Close closes the connection pool.
 func (db *DB) Close() error {
-	return db.db.Close()
+	db.pool.Close()
+	return nil
 }

@@ -61,18 +61,24 @@ func (c *conn) ExecContext(ctx context.Context, query string, args ...any) (sql.
 	return st.ExecContext(ctx, args...)
 }
 
-func (c *conn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+func (c *conn) QueryContext(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
 	st, err := c.stmt(ctx, query)
 	if err != nil {
 		return nil, err
 	}
+	var rows *sql.Rows
 	if st == nil {
-		return c.c.QueryContext(ctx, query, args...)
+		rows, err = c.c.QueryContext(ctx, query, args...)
+	} else {
+		rows, err = st.QueryContext(ctx, args...)
 	}
-	return st.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
 }
 
-func (c *conn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+func (c *conn) QueryRowContext(ctx context.Context, query string, args ...any) sqlstore.Row {
 	st, err := c.stmt(ctx, query)
 	if err != nil || st == nil {
 		// database/sql builds Rows only itself: running the query unprepared

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -44,7 +43,9 @@ func (s *Store) recordEvent(ctx context.Context, tx Tx, res *resourceapi.Resourc
 	q := s.newQuery()
 	q.WriteString("INSERT INTO events (name, alias, actor, resource, record_id, payload, created_at) VALUES (" +
 		join([]string{q.Arg(name), q.Arg(alias), q.Arg(actor), q.Arg(res.Name), q.Arg(rec.ID()), q.Arg(string(payload)), q.Arg(at)}) + ")")
-	if _, err := tx.ExecContext(ctx, q.String(), q.args...); err != nil {
+	// Nothing of the insert is needed before the commit: where the
+	// transaction can, it sends it with its COMMIT, one round trip for both.
+	if err := execAtCommit(ctx, tx, q.String(), q.args...); err != nil {
 		return fmt.Errorf("event %s: %w", name, err)
 	}
 	// After a rollback too: a wake-up that finds nothing costs one query.
@@ -257,7 +258,7 @@ func (s *Store) pendingEvents(ctx context.Context, q Querier, limit int, after i
 const eventColumns = "id, name, alias, actor, resource, payload, created_at"
 
 // scanEvents reads the rows of a query of eventColumns.
-func scanEvents(rows *sql.Rows) ([]resourceapi.Event, error) {
+func scanEvents(rows Rows) ([]resourceapi.Event, error) {
 	var events []resourceapi.Event
 	for rows.Next() {
 		var ev resourceapi.Event
@@ -281,7 +282,7 @@ func scanEvents(rows *sql.Rows) ([]resourceapi.Event, error) {
 // markPublished marks events published. The ids go in an IN list padded to
 // a power of two (repeating the last id), so that a connection's statement
 // cache holds a handful of these statements, not one per batch size.
-func (s *Store) markPublished(ctx context.Context, tx Execer, events []resourceapi.Event) error {
+func (s *Store) markPublished(ctx context.Context, tx Tx, events []resourceapi.Event) error {
 	q := s.newQuery()
 	q.WriteString("UPDATE events SET published_at = " + q.Arg(resourceapi.Timestamp(s.now())) + " WHERE id IN (")
 	n := 1
@@ -293,8 +294,9 @@ func (s *Store) markPublished(ctx context.Context, tx Execer, events []resourcea
 		ids[i] = q.Arg(events[min(i, len(events)-1)].ID)
 	}
 	q.WriteString(strings.Join(ids, ", ") + ")")
-	_, err := tx.ExecContext(ctx, q.String(), q.args...)
-	return err
+	// With the COMMIT where the transaction can: the relay's claim is then
+	// two round trips, the claiming SELECT (with BEGIN) and this.
+	return execAtCommit(ctx, tx, q.String(), q.args...)
 }
 
 // PurgeEvents implements resourceapi.Outbox. Where relays on several

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 )
 
 // spanReader and spanWriter report every statement to Config.Trace, as it
@@ -25,7 +26,11 @@ type spanWriter struct {
 
 func (w spanWriter) Write(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
 	return w.Writer.Write(ctx, func(ctx context.Context, tx Tx) error {
-		return fn(ctx, spanTx{spanQuerier{tx, w.trace}, tx})
+		t := spanTx{spanQuerier{tx, w.trace}, tx}
+		if _, ok := tx.(AtCommiter); ok {
+			return fn(ctx, spanAtCommitTx{t})
+		}
+		return fn(ctx, t)
 	})
 }
 
@@ -41,18 +46,33 @@ func (s spanQuerier) ExecContext(ctx context.Context, query string, args ...any)
 	return res, err
 }
 
-func (s spanQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+func (s spanQuerier) QueryContext(ctx context.Context, query string, args ...any) (Rows, error) {
 	ctx, end := s.trace(ctx, query)
 	rows, err := s.q.QueryContext(ctx, query, args...)
 	end(err)
 	return rows, err
 }
 
-func (s spanQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+func (s spanQuerier) QueryRowContext(ctx context.Context, query string, args ...any) Row {
 	ctx, end := s.trace(ctx, query)
-	row := s.q.QueryRowContext(ctx, query, args...)
-	end(row.Err())
-	return row
+	return spanRow{s.q.QueryRowContext(ctx, query, args...), end}
+}
+
+// spanRow ends its statement's span when it is scanned: a driver may run
+// the statement only then (pgx does).
+type spanRow struct {
+	row Row
+	end func(error)
+}
+
+func (r spanRow) Scan(dest ...any) error {
+	err := r.row.Scan(dest...)
+	if errors.Is(err, sql.ErrNoRows) {
+		r.end(nil) // no row is an answer, not a failure
+	} else {
+		r.end(err)
+	}
+	return err
 }
 
 type spanTx struct {
@@ -61,3 +81,12 @@ type spanTx struct {
 }
 
 func (t spanTx) AfterEnd(f func()) { t.tx.AfterEnd(f) }
+
+// spanAtCommitTx is spanTx over a Tx that is an AtCommiter. A statement
+// queued for the commit has no span of its own: it runs in the commit's
+// round trip, which the write's span covers.
+type spanAtCommitTx struct{ spanTx }
+
+func (t spanAtCommitTx) ExecAtCommit(query string, args ...any) {
+	t.tx.(AtCommiter).ExecAtCommit(query, args...)
+}

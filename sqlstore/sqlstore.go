@@ -103,11 +103,65 @@ type Dialect interface {
 	IdentityVersion() string
 }
 
-// Querier runs statements on one connection or transaction.
+// Querier runs statements on one connection or transaction. Its results are
+// database/sql's shapes (*sql.Rows and *sql.Row satisfy Rows and Row), so
+// that a store may run on database/sql (SQLite, through StdQuerier) or on a
+// driver's own interface (PostgreSQL on pgx).
 type Querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	// QueryContext runs a query. Its error may also come from the rows'
+	// Err, once read.
+	QueryContext(ctx context.Context, query string, args ...any) (Rows, error)
+	// QueryRowContext runs a query of at most one row; Scan reports its
+	// error, or sql.ErrNoRows (errors.Is) when it returned none.
+	QueryRowContext(ctx context.Context, query string, args ...any) Row
+}
+
+// Rows are the rows of a query, as *sql.Rows reads them.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close() error
+}
+
+// Row is the result of a query of one row, as *sql.Row reads it.
+type Row interface {
+	Scan(dest ...any) error
+}
+
+// StdQuerier makes a database/sql handle (*sql.DB, *sql.Conn, *sql.Tx) a
+// Querier.
+func StdQuerier(q interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}) Querier {
+	return stdQuerier{q}
+}
+
+type stdQuerier struct {
+	q interface {
+		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+		QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	}
+}
+
+func (s stdQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return s.q.ExecContext(ctx, query, args...)
+}
+
+func (s stdQuerier) QueryContext(ctx context.Context, query string, args ...any) (Rows, error) {
+	rows, err := s.q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+func (s stdQuerier) QueryRowContext(ctx context.Context, query string, args ...any) Row {
+	return s.q.QueryRowContext(ctx, query, args...)
 }
 
 // Execer runs a statement inside a write transaction.
@@ -131,6 +185,40 @@ type Tx interface {
 	AfterEnd(f func())
 }
 
+// AtCommiter is implemented by a Tx that can send a statement with its
+// commit, in the same round trip, where the write needs nothing back from it
+// (the event a write records in the outbox). The statement runs before the
+// COMMIT, in the transaction, and if it fails the transaction does not
+// commit and the write returns its error. A Tx without it runs the statement
+// at once (see execAtCommit).
+type AtCommiter interface {
+	ExecAtCommit(query string, args ...any)
+}
+
+// execAtCommit runs query in tx with its commit when tx can (AtCommiter),
+// and now otherwise.
+func execAtCommit(ctx context.Context, tx Tx, query string, args ...any) error {
+	if a, ok := tx.(AtCommiter); ok {
+		a.ExecAtCommit(query, args...)
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, query, args...)
+	return err
+}
+
+// NextIDInline is implemented by a Dialect whose INSERT can take the next
+// id itself, so that a Create is one statement where NextID and the INSERT
+// were two.
+type NextIDInline interface {
+	// NextIDExpr returns an expression, for the VALUES of an INSERT, whose
+	// value is what NextID would return, taken and locked as NextID does;
+	// name is the placeholder of the resource's name.
+	NextIDExpr(name string) string
+	// CurrentID returns the value NextIDExpr took last in this
+	// transaction: the id of an INSERT that found it taken.
+	CurrentID(ctx context.Context, tx Querier, res *resourceapi.Resource) (int64, error)
+}
+
 // Writer runs fn in a write transaction and commits it. It returns fn's error
 // (with nothing committed) or the commit's. fn must use the context it is
 // given for its statements, not the caller's: a writer may share the
@@ -140,63 +228,6 @@ type Tx interface {
 // last can commit.
 type Writer interface {
 	Write(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
-}
-
-// DB is the Reader and Writer of a server database reached through a
-// database/sql pool: reads on the pool, one transaction per write.
-type DB struct {
-	*sql.DB
-	// Lost, when set, reports whether err means that the connection a
-	// statement ran on is gone (the server ended it, or it broke). A read
-	// that fails so runs once more, after the pool's idle connections are
-	// closed, so on a fresh connection: after a restart of the server every
-	// pooled connection is dead, and database/sql only notices when it uses
-	// one. So does the BEGIN of a write, which nothing of the write has
-	// followed yet; a write whose statements ran is never run again, as its
-	// commit may or may not have happened.
-	Lost func(err error) bool
-	// MaxIdle is the pool's SetMaxIdleConns, restored after the idle
-	// connections are closed.
-	MaxIdle int
-	// Slots, when not nil, has the capacity of the pool's connections: a
-	// read or write takes one before it asks the pool for a connection, and
-	// a caller that hangs up while it waits for one leaves without running
-	// anything (the pool's own wait runs under Detach, which does not end
-	// when the caller leaves).
-	Slots chan struct{}
-}
-
-// acquire takes a slot, or returns ctx's error if ctx ends first.
-func (db DB) acquire(ctx context.Context) (release func(), err error) {
-	if db.Slots == nil {
-		return func() {}, ctx.Err()
-	}
-	select {
-	case db.Slots <- struct{}{}:
-		return func() { <-db.Slots }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// Read implements Reader. fn may run twice (see Lost), and must leave the
-// same result whether it ran once or twice. A caller that is gone before the
-// read starts gets its context's error; once started, the read's statements
-// run under Detach(ctx), so that a caller hanging up does not interrupt them.
-func (db DB) Read(ctx context.Context, fn func(ctx context.Context, q Querier) error) error {
-	release, err := db.acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer release()
-	sctx, cancel := Detach(ctx)
-	defer cancel()
-	err = fn(sctx, db.DB)
-	if !db.lost(sctx, err) {
-		return err
-	}
-	db.dropIdle()
-	return fn(sctx, db.DB)
 }
 
 // Detach returns the context a server database's statements run under: ctx's
@@ -214,66 +245,6 @@ func Detach(ctx context.Context) (context.Context, context.CancelFunc) {
 	}
 	return d, func() {}
 }
-
-func (db DB) lost(ctx context.Context, err error) bool {
-	return err != nil && db.Lost != nil && ctx.Err() == nil && db.Lost(err)
-}
-
-// dropIdle closes the pool's idle connections, which the statement that
-// just failed shows are likely dead too, so that the next statement opens a
-// new one.
-func (db DB) dropIdle() {
-	db.SetMaxIdleConns(0)
-	db.SetMaxIdleConns(db.MaxIdle)
-}
-
-// Write implements Writer. The caller's context can end the write up to the
-// commit, but not the commit itself: a commit cancelled in flight may or may
-// not have happened, and the caller must always know which. A statement of
-// the write is never interrupted by the caller's cancellation (it runs under
-// Detach(ctx), see Read); the write is rolled back at the next check instead.
-func (db DB) Write(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
-	release, err := db.acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer release()
-	sctx, cancel := Detach(ctx)
-	defer cancel()
-	sqlTx, err := db.BeginTx(sctx, nil)
-	if db.lost(ctx, err) {
-		db.dropIdle()
-		sqlTx, err = db.BeginTx(sctx, nil)
-	}
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	tx := &dbTx{Tx: sqlTx}
-	defer func() {
-		sqlTx.Rollback() // after a commit, a no-op
-		for _, f := range tx.after {
-			f()
-		}
-	}()
-	if err := fn(sctx, tx); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := sqlTx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
-}
-
-// dbTx is DB's Tx.
-type dbTx struct {
-	*sql.Tx
-	after []func()
-}
-
-func (tx *dbTx) AfterEnd(f func()) { tx.after = append(tx.after, f) }
 
 // Store implements resourceapi.Store on a SQL database.
 type Store struct {
@@ -1102,9 +1073,33 @@ func (s *Store) holders(ctx context.Context, tx Querier, res *resourceapi.Resour
 // locks increase, as current's lock order requires. Creation fails only when
 // no id up to MaxID is free after the sequence.
 func (s *Store) create(ctx context.Context, tx Querier, res *resourceapi.Resource, rec resourceapi.Record) (resourceapi.Record, error) {
-	id, err := s.dialect.NextID(ctx, tx, res)
-	if err != nil {
-		return nil, fmt.Errorf("next id: %w", err)
+	var id int64
+	if inline, ok := s.dialect.(NextIDInline); ok {
+		// The id is taken by the INSERT itself: one statement, not two.
+		out, err := s.insertAs(ctx, tx, res, 0, inline.NextIDExpr, rec, true)
+		if err != nil || out != nil {
+			return out, err
+		}
+		// The sequence's value was taken: continue from it as below.
+		if id, err = inline.CurrentID(ctx, tx, res); err != nil {
+			return nil, fmt.Errorf("next id: %w", err)
+		}
+		if id, err = s.freeIDAfter(ctx, tx, res, id); err != nil {
+			return nil, fmt.Errorf("free id: %w", err)
+		}
+		if id <= resourceapi.MaxID {
+			if err := s.dialect.LockID(ctx, tx, res, id); err != nil {
+				return nil, fmt.Errorf("lock: %w", err)
+			}
+			if err := s.dialect.SkipID(ctx, tx, res, id); err != nil {
+				return nil, fmt.Errorf("sequence: %w", err)
+			}
+		}
+	} else {
+		var err error
+		if id, err = s.dialect.NextID(ctx, tx, res); err != nil {
+			return nil, fmt.Errorf("next id: %w", err)
+		}
 	}
 	for {
 		if id > resourceapi.MaxID {
@@ -1151,9 +1146,20 @@ func (s *Store) freeIDAfter(ctx context.Context, tx Querier, res *resourceapi.Re
 // fields, and returns the stored record. With ifFree, it inserts nothing and
 // returns a nil record when the id is taken.
 func (s *Store) insert(ctx context.Context, tx Querier, res *resourceapi.Resource, id int64, rec resourceapi.Record, ifFree bool) (resourceapi.Record, error) {
+	return s.insertAs(ctx, tx, res, id, nil, rec, ifFree)
+}
+
+// insertAs is insert, with the id given by the expression idExpr returns
+// (given the placeholder of res's name) when idExpr is not nil.
+func (s *Store) insertAs(ctx context.Context, tx Querier, res *resourceapi.Resource, id int64, idExpr func(name string) string, rec resourceapi.Record, ifFree bool) (resourceapi.Record, error) {
 	now := resourceapi.Timestamp(s.now())
 	q := s.newQuery()
-	cols, vals := []string{"id"}, []string{q.Arg(id)}
+	cols, vals := []string{"id"}, []string{""}
+	if idExpr != nil {
+		vals[0] = idExpr(q.Arg(res.Name))
+	} else {
+		vals[0] = q.Arg(id)
+	}
 	var items map[*resourceapi.Field][]resourceapi.Record
 	values := make(resourceapi.Record, len(res.Fields))
 	for i := range res.Fields {

@@ -24,7 +24,11 @@ type tracedWriter struct {
 
 func (w tracedWriter) Write(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
 	return w.Writer.Write(ctx, func(ctx context.Context, tx Tx) error {
-		return fn(ctx, tracedTx{tracedQuerier{tx, w.on}, tx})
+		t := tracedTx{tracedQuerier{tx, w.on}, tx}
+		if _, ok := tx.(AtCommiter); ok {
+			return fn(ctx, tracedAtCommitTx{t})
+		}
+		return fn(ctx, t)
 	})
 }
 
@@ -38,12 +42,12 @@ func (t tracedQuerier) ExecContext(ctx context.Context, query string, args ...an
 	return t.q.ExecContext(ctx, query, args...)
 }
 
-func (t tracedQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+func (t tracedQuerier) QueryContext(ctx context.Context, query string, args ...any) (Rows, error) {
 	t.on(query)
 	return t.q.QueryContext(ctx, query, args...)
 }
 
-func (t tracedQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+func (t tracedQuerier) QueryRowContext(ctx context.Context, query string, args ...any) Row {
 	t.on(query)
 	return t.q.QueryRowContext(ctx, query, args...)
 }
@@ -54,3 +58,13 @@ type tracedTx struct {
 }
 
 func (t tracedTx) AfterEnd(f func()) { t.tx.AfterEnd(f) }
+
+// tracedAtCommitTx is tracedTx over a Tx that is an AtCommiter.
+type tracedAtCommitTx struct{ tracedTx }
+
+// ExecAtCommit counts the statement when it is queued: it runs, in the same
+// round trip as the commit.
+func (t tracedAtCommitTx) ExecAtCommit(query string, args ...any) {
+	t.on(query)
+	t.tx.(AtCommiter).ExecAtCommit(query, args...)
+}

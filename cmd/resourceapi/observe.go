@@ -32,7 +32,9 @@ func watchMetrics(m *metrics.Metrics, db store, id *identity, ev *events, gql *g
 		sources = append(sources, c.Caches)
 	}
 	m.Caches(sources...)
-	if p, ok := db.(interface{ Pools() map[string]*sql.DB }); ok {
+	if p, ok := db.(interface {
+		Pools() map[string]func() sql.DBStats
+	}); ok {
 		for name, pool := range p.Pools() {
 			m.DB(name, pool)
 		}

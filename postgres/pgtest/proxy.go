@@ -25,6 +25,7 @@ type Proxy struct {
 	starting bool
 	conns    map[net.Conn]struct{}
 	accepted int
+	trips    int // round trips of the clients (RoundTrips)
 	wg       sync.WaitGroup
 	closed   bool
 }
@@ -108,7 +109,7 @@ func (p *Proxy) serve(c net.Conn) {
 		defer p.drop(up)
 		done := make(chan struct{})
 		go func() {
-			io.Copy(up, c)
+			io.Copy(up, io.TeeReader(c, &tripCounter{p: p}))
 			up.Close()
 			close(done)
 		}()
@@ -242,4 +243,54 @@ func (p *Proxy) close() {
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
+}
+
+// RoundTrips returns how many round trips the proxy's clients have begun:
+// the messages that make the server answer what came before them, a Sync
+// (which ends every extended-protocol query, and every pipeline of them) or
+// a simple Query. A batch of statements sent together is one.
+func (p *Proxy) RoundTrips() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.trips
+}
+
+// tripCounter reads a client's side of the protocol, as it is forwarded,
+// and counts its Sync and Query messages. The first message of a
+// connection (its startup, or a cancel request) has no type byte; the
+// proxy's clients do not ask for TLS (sslmode=disable), so every message
+// after it has one.
+type tripCounter struct {
+	p     *Proxy
+	typed bool
+	hdr   []byte
+	skip  int // bytes of the current message still to pass
+}
+
+func (t *tripCounter) Write(b []byte) (int, error) {
+	n := len(b)
+	for len(b) > 0 {
+		if t.skip > 0 {
+			k := min(t.skip, len(b))
+			t.skip, b = t.skip-k, b[k:]
+			continue
+		}
+		need := 4
+		if t.typed {
+			need = 5
+		}
+		k := min(need-len(t.hdr), len(b))
+		t.hdr, b = append(t.hdr, b[:k]...), b[k:]
+		if len(t.hdr) < need {
+			break
+		}
+		if t.typed && (t.hdr[0] == 'S' || t.hdr[0] == 'Q') {
+			t.p.mu.Lock()
+			t.p.trips++
+			t.p.mu.Unlock()
+		}
+		t.skip = int(binary.BigEndian.Uint32(t.hdr[need-4:])) - 4
+		t.hdr, t.typed = t.hdr[:0], true
+	}
+	return n, nil
 }

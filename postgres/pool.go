@@ -1,0 +1,377 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/resourceapi/resourceapi/sqlstore"
+)
+
+// pool is the store's Reader and Writer on pgx's own pool and protocol,
+// without database/sql between them: a statement is prepared once per
+// connection and its rows are decoded straight into the store's values, and
+// a write sends its BEGIN with its first statement and its last statements
+// with its COMMIT (see tx), so that a POST is three round trips where
+// database/sql made it six.
+type pool struct {
+	pool *pgxpool.Pool
+	// slots has the capacity of the pool's connections: a read or write
+	// takes one before it asks the pool for a connection, and a caller that
+	// hangs up while it waits for one leaves without running anything (the
+	// pool's own wait runs under sqlstore.Detach, which does not end when
+	// the caller leaves).
+	slots chan struct{}
+}
+
+var (
+	_ sqlstore.Reader = (*pool)(nil)
+	_ sqlstore.Writer = (*pool)(nil)
+)
+
+// acquire takes a slot, or returns ctx's error if ctx ends first.
+func (p *pool) acquire(ctx context.Context) (release func(), err error) {
+	select {
+	case p.slots <- struct{}{}:
+		return func() { <-p.slots }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// lost reports whether err means that the connection a statement ran on is
+// gone (the server ended it, or it broke): after a restart of the server
+// every pooled connection is dead, and the pool only notices when it uses
+// one.
+func lost(ctx context.Context, err error) bool {
+	return err != nil && ctx.Err() == nil && (dialect{}).Unavailable(err)
+}
+
+// Read implements sqlstore.Reader. fn may run twice: a read that fails on a
+// lost connection runs once more, after the pool has dropped its
+// connections, so on a fresh one. A caller that is gone before the read
+// starts gets its context's error; once started, the read's statements run
+// under sqlstore.Detach(ctx), so that a caller hanging up does not
+// interrupt them (pgx would close the connection of a statement it
+// interrupts).
+func (p *pool) Read(ctx context.Context, fn func(ctx context.Context, q sqlstore.Querier) error) error {
+	release, err := p.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	sctx, cancel := sqlstore.Detach(ctx)
+	defer cancel()
+	q := querier{p.pool}
+	err = fn(sctx, q)
+	if !lost(sctx, err) {
+		return err
+	}
+	p.pool.Reset()
+	return fn(sctx, q)
+}
+
+// Write implements sqlstore.Writer. The caller's context can end the write
+// up to the commit, but not the commit itself: a commit cancelled in flight
+// may or may not have happened, and the caller must always know which. A
+// statement of the write is never interrupted by the caller's cancellation
+// (it runs under sqlstore.Detach(ctx)); the write is rolled back at the next
+// check instead. A write whose first round trip (its BEGIN) finds the
+// connection lost runs again on a fresh one: nothing of it can have run.
+func (p *pool) Write(ctx context.Context, fn func(ctx context.Context, tx sqlstore.Tx) error) error {
+	release, err := p.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	sctx, cancel := sqlstore.Detach(ctx)
+	defer cancel()
+	err = p.write(ctx, sctx, fn)
+	var b beginError
+	if errors.As(err, &b) && lost(sctx, b.err) {
+		p.pool.Reset()
+		err = p.write(ctx, sctx, fn)
+	}
+	if errors.As(err, &b) {
+		return fmt.Errorf("begin: %w", b.err)
+	}
+	return err
+}
+
+func (p *pool) write(ctx, sctx context.Context, fn func(ctx context.Context, tx sqlstore.Tx) error) (err error) {
+	c, err := p.pool.Acquire(sctx)
+	if err != nil {
+		return beginError{err}
+	}
+	t := &tx{conn: c.Conn()}
+	defer func() {
+		if t.begun && !t.ended {
+			// A connection whose transaction cannot be ended is closed
+			// rather than returned to the pool in the middle of it.
+			if _, rerr := t.conn.Exec(sctx, "ROLLBACK"); rerr != nil {
+				c.Conn().Close(sctx)
+			}
+		}
+		c.Release()
+		for _, f := range t.after {
+			f()
+		}
+	}()
+	if err := fn(sctx, t); err != nil {
+		if t.beginErr != nil {
+			return beginError{t.beginErr}
+		}
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := t.commit(sctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// beginError is the error of a write's first round trip, which carried its
+// BEGIN: nothing of the write ran.
+type beginError struct{ err error }
+
+func (e beginError) Error() string { return e.err.Error() }
+func (e beginError) Unwrap() error { return e.err }
+
+// querier is sqlstore.Querier on pgx: on the pool (each statement on a
+// connection of its own, returned as soon as its rows are read) or on one
+// connection.
+type querier struct {
+	q interface {
+		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+		QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	}
+}
+
+func (q querier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	tag, err := q.q.Exec(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return result{tag}, nil
+}
+
+func (q querier) QueryContext(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	r, err := q.q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return rows{r}, nil
+}
+
+func (q querier) QueryRowContext(ctx context.Context, query string, args ...any) sqlstore.Row {
+	return q.q.QueryRow(ctx, query, args...)
+}
+
+// result is sql.Result of a command tag.
+type result struct{ tag pgconn.CommandTag }
+
+func (r result) LastInsertId() (int64, error) {
+	return 0, errors.New("postgres: LastInsertId is not supported, use RETURNING")
+}
+
+func (r result) RowsAffected() (int64, error) { return r.tag.RowsAffected(), nil }
+
+// rows is sqlstore.Rows of pgx.Rows.
+type rows struct{ pgx.Rows }
+
+func (r rows) Close() error {
+	r.Rows.Close()
+	return r.Rows.Err()
+}
+
+// tx is the sqlstore.Tx of pool.Write, on one connection. Its BEGIN goes
+// with its first statement, in one round trip, and the statements queued
+// with ExecAtCommit go with its COMMIT: PostgreSQL runs a pipeline's
+// statements in order, and one that fails makes the server skip the rest,
+// the COMMIT included, so the transaction commits only when each of them
+// has succeeded.
+type tx struct {
+	conn     *pgx.Conn
+	begun    bool // BEGIN was sent
+	ended    bool // COMMIT or ROLLBACK was answered
+	beginErr error
+	atCommit []queued
+	after    []func()
+}
+
+type queued struct {
+	query string
+	args  []any
+}
+
+var (
+	_ sqlstore.Tx         = (*tx)(nil)
+	_ sqlstore.AtCommiter = (*tx)(nil)
+)
+
+// AfterEnd implements sqlstore.Tx.
+func (t *tx) AfterEnd(f func()) { t.after = append(t.after, f) }
+
+// ExecAtCommit implements sqlstore.AtCommiter.
+func (t *tx) ExecAtCommit(query string, args ...any) {
+	t.atCommit = append(t.atCommit, queued{query, args})
+}
+
+// first sends BEGIN and the write's first statement in one batch.
+func (t *tx) first(ctx context.Context, query string, args []any) pgx.BatchResults {
+	t.begun = true
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(query, args...)
+	br := t.conn.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		t.beginErr = err
+	}
+	return br
+}
+
+func (t *tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if t.begun {
+		return querier{t.conn}.ExecContext(ctx, query, args...)
+	}
+	br := t.first(ctx, query, args)
+	if t.beginErr != nil {
+		br.Close()
+		return nil, t.beginErr
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return result{tag}, nil
+}
+
+func (t *tx) QueryContext(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	if t.begun {
+		return querier{t.conn}.QueryContext(ctx, query, args...)
+	}
+	br := t.first(ctx, query, args)
+	if t.beginErr != nil {
+		br.Close()
+		return nil, t.beginErr
+	}
+	r, err := br.Query()
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
+	return batchRows{rows{r}, br}, nil
+}
+
+func (t *tx) QueryRowContext(ctx context.Context, query string, args ...any) sqlstore.Row {
+	if t.begun {
+		return t.conn.QueryRow(ctx, query, args...)
+	}
+	br := t.first(ctx, query, args)
+	if t.beginErr != nil {
+		br.Close()
+		return errRow{t.beginErr}
+	}
+	return batchRow{br.QueryRow(), br}
+}
+
+// commit sends the queued statements and COMMIT in one batch.
+func (t *tx) commit(ctx context.Context) error {
+	if !t.begun && len(t.atCommit) == 0 {
+		return nil // nothing ran: nothing to commit
+	}
+	b := &pgx.Batch{}
+	if !t.begun {
+		b.Queue("BEGIN")
+	}
+	for _, q := range t.atCommit {
+		b.Queue(q.query, q.args...)
+	}
+	b.Queue("COMMIT")
+	n := b.Len()
+	begun := t.begun
+	t.begun = true
+	br := t.conn.SendBatch(ctx, b)
+	var tag pgconn.CommandTag
+	var err error
+	for i := 0; i < n && err == nil; i++ {
+		tag, err = br.Exec()
+		if err != nil && i == 0 && !begun {
+			err = beginError{err}
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	t.ended = true
+	if tag.String() != "COMMIT" {
+		// The server ended the transaction without committing it.
+		return fmt.Errorf("the transaction was rolled back (%s)", tag)
+	}
+	return nil
+}
+
+// batchRow is the row of a write's first statement: reading it ends the
+// batch that carried the BEGIN.
+type batchRow struct {
+	row pgx.Row
+	br  pgx.BatchResults
+}
+
+func (r batchRow) Scan(dest ...any) error {
+	err := r.row.Scan(dest...)
+	if cerr := r.br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// batchRows are the rows of a write's first statement: reading the last
+// of them ends the batch that carried the BEGIN, as database/sql's rows
+// close themselves, so that the transaction's next statement can run
+// before the rows are closed.
+type batchRows struct {
+	rows
+	br pgx.BatchResults
+}
+
+func (r batchRows) Next() bool {
+	if r.rows.Next() {
+		return true
+	}
+	r.br.Close()
+	return false
+}
+
+func (r batchRows) Err() error {
+	if err := r.rows.Err(); err != nil {
+		return err
+	}
+	return r.br.Close() // closed already: the batch's error, if any
+}
+
+func (r batchRows) Close() error {
+	err := r.rows.Close()
+	if cerr := r.br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
