@@ -189,7 +189,7 @@ func (s *Store) DeleteWebhook(ctx context.Context, id int64) error {
 const deliveryColumns = "id, webhook_id, event_id, event_type, message_id, record_key, body, state, attempts, last_status, last_latency_ms, " +
 	"last_response, last_attempt_at, first_attempt_at, next_attempt_at, delivered_at, replay_of, created_at"
 
-func scanDeliveries(rows *sql.Rows) ([]resourceapi.WebhookDelivery, error) {
+func scanDeliveries(rows Rows) ([]resourceapi.WebhookDelivery, error) {
 	defer rows.Close()
 	out := []resourceapi.WebhookDelivery{}
 	for rows.Next() {
