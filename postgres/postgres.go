@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -31,7 +32,8 @@ var migrations embed.FS
 
 // Options configure Open.
 type Options struct {
-	// MaxConns bounds the connection pool; 0 picks one from GOMAXPROCS.
+	// MaxConns bounds the connection pool; 0 takes the URL's
+	// pool_max_conns, or else 4 per GOMAXPROCS.
 	MaxConns int
 	// Now is the store's clock; nil is time.Now.
 	Now resourceapi.Clock
@@ -75,7 +77,11 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelGrace}
 	}
 	conns := opts.MaxConns
-	if conns <= 0 {
+	switch {
+	case conns > 0:
+	case strings.Contains(url, "pool_max_conns="):
+		conns = int(cfg.MaxConns) // the URL's, which pgxpool read
+	default:
 		conns = 4 * runtime.GOMAXPROCS(0)
 	}
 	cfg.MaxConns = int32(conns)

@@ -103,3 +103,27 @@ func TestIDsRunOut(t *testing.T) {
 		t.Fatalf("%d users, %v; want 2 (the failed Create wrote nothing)", n, err)
 	}
 }
+
+// TestPoolSize checks where the pool's size comes from: Options.MaxConns,
+// else the URL's pool_max_conns (docs/operations.md), else the default.
+func TestPoolSize(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	for _, c := range []struct {
+		url  string
+		max  int
+		want int
+	}{
+		{url, 3, 3},
+		{url + "&pool_max_conns=5", 0, 5},
+		{url + "&pool_max_conns=5", 2, 2},
+	} {
+		db, err := postgres.Open(context.Background(), c.url, postgres.Options{MaxConns: c.max})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := db.Pools()["postgres"]().MaxOpenConnections; got != c.want {
+			t.Errorf("Open(%s, MaxConns %d): pool of %d, want %d", c.url, c.max, got, c.want)
+		}
+		db.Close()
+	}
+}

@@ -1,7 +1,9 @@
-// Package sqlstore implements resourceapi.Store once, over database/sql, for
-// the SQL databases the service supports. Package sqlite and package postgres
-// each supply what differs (a Dialect, connections, the write path and
-// migrations); the queries, built only from resource declarations, live here.
+// Package sqlstore implements resourceapi.Store once for the SQL databases
+// the service supports, over Querier: database/sql's shapes, which SQLite
+// gives through database/sql and PostgreSQL through pgx's own pool. Package
+// sqlite and package postgres each supply what differs (a Dialect,
+// connections, the write path and migrations); the queries, built only from
+// resource declarations, live here.
 package sqlstore
 
 import (
