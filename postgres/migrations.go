@@ -214,7 +214,7 @@ func (schema) Retire(t *sqlstore.SchemaTable) string {
 }
 
 // Search is one trigram GIN index over the searchable columns, which serves
-// the store's ILIKE '%...%', kept whole (fastupdate off: see migration
+// the store's ILIKE '%...%', with a short pending list (see migration
 // 00027).
 func (schema) Search(t *sqlstore.SchemaTable, old []string, _ bool) string {
 	var s string
@@ -228,7 +228,7 @@ func (schema) Search(t *sqlstore.SchemaTable, old []string, _ bool) string {
 	for i, c := range t.Search {
 		ops[i] = c + " gin_trgm_ops"
 	}
-	return s + "CREATE INDEX " + t.Name + "_search ON " + t.Name + " USING gin (" + strings.Join(ops, ", ") + ") WITH (fastupdate = off);\n"
+	return s + "CREATE INDEX " + t.Name + "_search ON " + t.Name + " USING gin (" + strings.Join(ops, ", ") + ") WITH (gin_pending_list_limit = 64);\n"
 }
 
 // Contains is one GIN index of the list column, which serves @> for any

@@ -88,10 +88,10 @@ func mustTableReads(t *testing.T, admin *sql.DB) int64 {
 
 // TestSearchAfterWrites checks that a search still finds its matches through
 // the trigram index after thousands of writes that no vacuum followed:
-// with GIN's fastupdate, their entries waited in the index's pending list,
-// which every search read through and which made the planner price the
-// index above a sequential scan that tested every row with ILIKE (migration
-// 00027 turns it off).
+// their entries waited in the index's pending list (4 MB by default), which
+// every search read through and which made the planner price the index
+// above a sequential scan that tested every row with ILIKE (migration 00027
+// bounds it to 64 kB).
 func TestSearchAfterWrites(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
