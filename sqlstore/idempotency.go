@@ -76,7 +76,8 @@ func (s *Store) idempotentBefore(ctx context.Context, tx Querier, idem *resource
 	return nil
 }
 
-// keepIdempotent, last in an idempotent write's transaction, stores the key
+// keepIdempotent, last in an idempotent write's transaction but for its
+// events (which take a lock on PostgreSQL, held to the end), stores the key
 // with the response to out, the record written. A row of the key that has
 // expired is replaced; a live one means that another transaction stored the
 // key first (errKeyTaken). It then purges up to purgeBatch expired keys,

@@ -729,9 +729,12 @@ func (s *Store) Create(ctx context.Context, res *resourceapi.Resource, rec resou
 		if out, err = s.create(ctx, tx, res, rec); err != nil {
 			return err
 		}
-		// The events last, once every record is written: on PostgreSQL
-		// an event's insert holds the lock that orders event ids by
-		// commit until the transaction ends (recordEvent).
+		if err := s.keepIdempotent(ctx, tx, idem, out); err != nil {
+			return err
+		}
+		// The events last, once everything else is written: on
+		// PostgreSQL an event's insert holds the lock that orders event
+		// ids by commit until the transaction ends (recordEvent).
 		for i, p := range before {
 			if err := s.recordEvent(ctx, tx, p.Resource, resourceapi.OpCreate, nil, pres[i], actor); err != nil {
 				return err
@@ -739,9 +742,6 @@ func (s *Store) Create(ctx context.Context, res *resourceapi.Resource, rec resou
 			s.changed(tx, change{res: p.Resource, id: pres[i].ID(), created: true})
 		}
 		if err := s.recordEvent(ctx, tx, res, resourceapi.OpCreate, nil, out, actor); err != nil {
-			return err
-		}
-		if err := s.keepIdempotent(ctx, tx, idem, out); err != nil {
 			return err
 		}
 		s.changed(tx, change{res: res, id: out.ID(), created: true})
@@ -848,10 +848,11 @@ func (s *Store) Update(ctx context.Context, res *resourceapi.Resource, id int64,
 		if out, err = s.update(ctx, tx, res, cur, patch); err != nil {
 			return err
 		}
-		if err := s.recordEvent(ctx, tx, res, resourceapi.OpUpdate, cur, out, actor); err != nil {
+		if err := s.keepIdempotent(ctx, tx, idem, out); err != nil {
 			return err
 		}
-		if err := s.keepIdempotent(ctx, tx, idem, out); err != nil {
+		// The event last (see Create).
+		if err := s.recordEvent(ctx, tx, res, resourceapi.OpUpdate, cur, out, actor); err != nil {
 			return err
 		}
 		s.changed(tx, change{res: res, id: id})
