@@ -169,6 +169,9 @@ type WebhookStore interface {
 	// first failure). It records nothing when the lease is no longer
 	// owner's (it expired and another instance took the delivery).
 	FinishWebhookDelivery(ctx context.Context, a WebhookAttempt) error
+	// ReleaseWebhookDeliveries gives back, unattempted, the deliveries of
+	// ids that owner holds, for any instance to claim again.
+	ReleaseWebhookDeliveries(ctx context.Context, owner string, ids []int64) error
 	// DisableFailingWebhooks disables the enabled endpoints failing since
 	// before cutoff, with reason, and returns them.
 	DisableFailingWebhooks(ctx context.Context, cutoff time.Time, reason string) ([]Webhook, error)

@@ -139,6 +139,10 @@ func (g *docGen) document(rs []route) *oaDocument {
 	}
 	doc.Tags = append(doc.Tags,
 		oaTag{Name: "service", Description: "Health probes, this document and its documentation page; no credentials needed."})
+	if slices.ContainsFunc(rs, func(rt route) bool { return rt.kind == kindWebhooks }) {
+		doc.Tags = append(doc.Tags, oaTag{Name: "webhooks", Description: "Endpoints that receive events, signed (Standard Webhooks), " +
+			"retried, logged and replayable; admins only. See docs/events.md."})
+	}
 
 	// Resources first: readers come for them.
 	for _, rt := range rs {
@@ -155,6 +159,10 @@ func (g *docGen) document(rs []route) *oaDocument {
 		case kindEvents:
 			if rt.prefix == apiPrefixes[0] {
 				g.eventsRoute(&doc.Paths, rt)
+			}
+		case kindWebhooks:
+			if rt.prefix == apiPrefixes[0] {
+				g.webhookRoute(&doc.Paths, rt)
 			}
 		case kindHealthz, kindReadyz:
 			g.probe(&doc.Paths, rt)

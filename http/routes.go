@@ -67,6 +67,11 @@ func (s *Server) routesOf(resources []*resourceapi.Resource) []route {
 			rs = append(rs, route{method: "GET", prefix: prefix, path: "/events", kind: kindEvents, handler: s.api(s.eventStream())})
 		}
 	}
+	if _, ok := s.store.(resourceapi.WebhookStore); ok {
+		for _, prefix := range apiPrefixes {
+			rs = append(rs, s.webhookRoutes(prefix)...)
+		}
+	}
 	for _, res := range resources {
 		h := s.resource(res)
 		for _, prefix := range apiPrefixes {
@@ -136,6 +141,7 @@ const (
 	kindFront
 	kindFavicon
 	kindMe
+	kindWebhooks
 )
 
 // mux registers the routes on a ServeMux, behind routeErrors.

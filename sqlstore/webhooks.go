@@ -450,6 +450,26 @@ func (s *Store) FinishWebhookDelivery(ctx context.Context, a resourceapi.Webhook
 	return nil
 }
 
+// ReleaseWebhookDeliveries implements resourceapi.WebhookStore.
+func (s *Store) ReleaseWebhookDeliveries(ctx context.Context, owner string, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	list := make([]string, len(ids))
+	for i, id := range ids {
+		list[i] = strconv.FormatInt(id, 10)
+	}
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
+		_, err := tx.ExecContext(ctx, "UPDATE webhook_deliveries SET lease_owner = '', lease_until = NULL WHERE lease_owner = "+
+			s.dialect.Placeholder(1)+" AND id IN ("+strings.Join(list, ", ")+")", owner)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("release webhook deliveries: %w", err)
+	}
+	return nil
+}
+
 // DisableFailingWebhooks implements resourceapi.WebhookStore.
 func (s *Store) DisableFailingWebhooks(ctx context.Context, cutoff time.Time, reason string) ([]resourceapi.Webhook, error) {
 	var out []resourceapi.Webhook

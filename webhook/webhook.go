@@ -18,7 +18,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/base64"
@@ -43,12 +42,8 @@ import (
 const SecretPrefix = "whsec_"
 
 // NewSecret returns a new signing secret: SecretPrefix and 32 random bytes
-// in base64.
-func NewSecret() string {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b)
-	return SecretPrefix + base64.StdEncoding.EncodeToString(b)
-}
+// in base64 (resourceapi.NewWebhookSecret, which the rule layer calls).
+func NewSecret() string { return resourceapi.NewWebhookSecret() }
 
 // key returns the HMAC key of secret.
 func key(secret string) ([]byte, error) {

@@ -69,14 +69,16 @@ func commands() []*command {
 		userCreateCommand, userListCommand, userSetPasswordCommand, userGrantCommand, userRevokeCommand,
 		apikeyCreateCommand, apikeyListCommand, apikeyRevokeCommand,
 		clientCreateCommand, clientListCommand, clientDeleteCommand,
+		webhookCreateCommand, webhookListCommand, webhookDeleteCommand, webhookRotateCommand, webhookDeliveriesCommand,
 	}
 }
 
 // groups are the first words of the two-word commands.
 var groups = map[string]string{
-	"user":   "manage users: create, list, passwords, roles and permissions",
-	"apikey": "manage API keys",
-	"client": "manage OAuth clients",
+	"user":    "manage users: create, list, passwords, roles and permissions",
+	"apikey":  "manage API keys",
+	"client":  "manage OAuth clients",
+	"webhook": "manage webhook endpoints: create, list, delete, rotate secrets, delivery logs",
 }
 
 func findCommand(name string) *command {

@@ -64,6 +64,15 @@ type config struct {
 	// otelVariables); tracing is on when they name an OTLP endpoint.
 	OTel map[string]string
 
+	WebhooksAllowHTTP    bool          // RESOURCEAPI_WEBHOOKS_ALLOW_HTTP: accept plain http endpoint URLs
+	WebhooksAllowPrivate bool          // RESOURCEAPI_WEBHOOKS_ALLOW_PRIVATE: let deliveries reach loopback, private and link-local addresses
+	WebhooksBackoff      time.Duration // RESOURCEAPI_WEBHOOKS_BACKOFF: the wait before the first retry (then doubled, with jitter)
+	WebhooksBackoffMax   time.Duration // RESOURCEAPI_WEBHOOKS_BACKOFF_MAX: the longest wait between retries
+	WebhooksTimeout      time.Duration // RESOURCEAPI_WEBHOOKS_TIMEOUT: one attempt's bound
+	WebhooksLease        time.Duration // RESOURCEAPI_WEBHOOKS_LEASE: how long an instance holds a delivery it attempts
+	WebhooksConcurrency  int           // RESOURCEAPI_WEBHOOKS_CONCURRENCY: attempts at once to one endpoint, per instance
+	WebhooksOverlap      time.Duration // RESOURCEAPI_WEBHOOKS_ROTATION_OVERLAP: how long a rotated secret keeps signing
+
 	WSMaxPerUser int // RESOURCEAPI_WS_MAX_PER_USER: subscription connections one user may hold on an instance; 0: no cap
 	WSMaxPerAddr int // RESOURCEAPI_WS_MAX_PER_ADDR: subscription connections from one client address on an instance; 0: no cap
 }
@@ -93,8 +102,14 @@ func loadConfig(getenv func(string) string) (config, error) {
 		EventsStream:       redis.DefaultStream,
 		EventsStreamLength: redis.DefaultStreamLength,
 
-		WebhooksRetryPeriod:  webhook.DefaultBackoff.Period,
 		IdempotencyRetention: resourceapi.DefaultIdempotencyRetention,
+		WebhooksRetryPeriod:  webhook.DefaultBackoff.Period,
+		WebhooksBackoff:      webhook.DefaultBackoff.First,
+		WebhooksBackoffMax:   webhook.DefaultBackoff.Max,
+		WebhooksTimeout:      webhook.DefaultTimeout,
+		WebhooksLease:        webhook.DefaultLease,
+		WebhooksConcurrency:  webhook.DefaultConcurrency,
+		WebhooksOverlap:      24 * time.Hour,
 
 		WSMaxPerUser: graph.DefaultMaxPerCaller,
 		WSMaxPerAddr: graph.DefaultMaxPerAddr,
@@ -241,12 +256,51 @@ func loadConfig(getenv func(string) string) (config, error) {
 		cfg.EventsRetention = d
 	}
 	str("RESOURCEAPI_EVENTS_STREAM", &cfg.EventsStream)
-	if v := getenv("RESOURCEAPI_WEBHOOKS_RETRY_PERIOD"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < time.Second {
-			errs = append(errs, "RESOURCEAPI_WEBHOOKS_RETRY_PERIOD must be a duration of at least 1s, such as 24h")
+	for _, b := range []struct {
+		name string
+		dst  *bool
+	}{{"RESOURCEAPI_WEBHOOKS_ALLOW_HTTP", &cfg.WebhooksAllowHTTP}, {"RESOURCEAPI_WEBHOOKS_ALLOW_PRIVATE", &cfg.WebhooksAllowPrivate}} {
+		if v := strings.TrimSpace(getenv(b.name)); v != "" {
+			on, err := strconv.ParseBool(v)
+			if err != nil {
+				errs = append(errs, b.name+" must be true or false")
+			}
+			*b.dst = on
 		}
-		cfg.WebhooksRetryPeriod = d
+	}
+	for _, d := range []struct {
+		name     string
+		dst      *time.Duration
+		min, max time.Duration
+		example  string
+	}{
+		{"RESOURCEAPI_WEBHOOKS_RETRY_PERIOD", &cfg.WebhooksRetryPeriod, time.Second, 30 * 24 * time.Hour, "24h"},
+		{"RESOURCEAPI_WEBHOOKS_BACKOFF", &cfg.WebhooksBackoff, 10 * time.Millisecond, time.Hour, "5s"},
+		{"RESOURCEAPI_WEBHOOKS_BACKOFF_MAX", &cfg.WebhooksBackoffMax, 10 * time.Millisecond, 24 * time.Hour, "1h"},
+		{"RESOURCEAPI_WEBHOOKS_TIMEOUT", &cfg.WebhooksTimeout, 100 * time.Millisecond, 5 * time.Minute, "10s"},
+		{"RESOURCEAPI_WEBHOOKS_LEASE", &cfg.WebhooksLease, time.Second, time.Hour, "1m"},
+		{"RESOURCEAPI_WEBHOOKS_ROTATION_OVERLAP", &cfg.WebhooksOverlap, time.Second, 30 * 24 * time.Hour, "24h"},
+	} {
+		if v := strings.TrimSpace(getenv(d.name)); v != "" {
+			t, err := time.ParseDuration(v)
+			if err != nil || t < d.min || t > d.max {
+				errs = append(errs, fmt.Sprintf("%s must be a duration from %s to %s, such as %s", d.name, d.min, d.max, d.example))
+			}
+			*d.dst = t
+		}
+	}
+	if cfg.WebhooksBackoffMax < cfg.WebhooksBackoff {
+		errs = append(errs, "RESOURCEAPI_WEBHOOKS_BACKOFF_MAX must not be shorter than RESOURCEAPI_WEBHOOKS_BACKOFF")
+	}
+	if cfg.WebhooksLease <= cfg.WebhooksTimeout {
+		errs = append(errs, "RESOURCEAPI_WEBHOOKS_LEASE must be longer than RESOURCEAPI_WEBHOOKS_TIMEOUT (an attempt ends within its lease)")
+	}
+	if v := strings.TrimSpace(getenv("RESOURCEAPI_WEBHOOKS_CONCURRENCY")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 64 {
+			errs = append(errs, "RESOURCEAPI_WEBHOOKS_CONCURRENCY must be a number from 1 to 64")
+		}
+		cfg.WebhooksConcurrency = n
 	}
 	if v := getenv("RESOURCEAPI_IDEMPOTENCY_RETENTION"); v != "" {
 		d, err := time.ParseDuration(v)

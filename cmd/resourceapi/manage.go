@@ -51,7 +51,9 @@ func managed(f func(ctx context.Context, m *manager, args []string) error) actio
 			return err
 		}
 		defer db.Close()
-		return f(ctx, &manager{svc: resourceapi.NewService(db, argon2id.New()), db: db,
+		svc := resourceapi.NewService(db, argon2id.New())
+		setWebhookPolicy(cfg, svc)
+		return f(ctx, &manager{svc: svc, db: db,
 			stdin: e.stdin, stdout: e.stdout, stderr: e.stderr}, args)
 	}
 }

@@ -195,6 +195,10 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	// events is what subscriptions read (GraphQL: the graph handler's
 	// resourceapi.Events). Its subscriptions close when serve returns.
 	var events resourceapi.Events = ev.hub
+	// Webhooks: the rule layer's settings, and the worker that delivers
+	// from the outbox, stopped before the events and the database close.
+	setWebhookPolicy(cfg, service)
+	defer startWebhooks(ctx, cfg, db, service, events, log)()
 	if testHookServing != nil {
 		testHookServing(events)
 	}
