@@ -173,7 +173,8 @@ type WebhookStore interface {
 	// ids that owner holds, for any instance to claim again.
 	ReleaseWebhookDeliveries(ctx context.Context, owner string, ids []int64) error
 	// DisableFailingWebhooks disables the enabled endpoints failing since
-	// before cutoff, with reason, and returns them.
+	// before cutoff, with reason, dead-letters their pending deliveries
+	// first attempted before cutoff, and returns them.
 	DisableFailingWebhooks(ctx context.Context, cutoff time.Time, reason string) ([]Webhook, error)
 	// PurgeWebhookDeliveries deletes at most limit delivered or
 	// dead-lettered deliveries created before t, oldest first, and returns

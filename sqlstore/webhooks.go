@@ -57,6 +57,11 @@ func (s *Store) CreateWebhook(ctx context.Context, w resourceapi.Webhook) (resou
 	var out resourceapi.Webhook
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		now := resourceapi.Timestamp(s.now())
+		if w.Enabled {
+			if err := s.forgetUnhooked(ctx, tx, now); err != nil {
+				return err
+			}
+		}
 		q := s.newQuery()
 		q.WriteString("INSERT INTO webhooks (url, types, enabled, disabled_reason, failing_since, secret, previous_secret, previous_until, created_at, updated_at) VALUES (" +
 			join([]string{q.Arg(w.URL), q.Arg(w.Types), q.Arg(w.Enabled), q.Arg(w.DisabledReason), q.Arg(optTime(w.FailingSince)),
@@ -70,6 +75,17 @@ func (s *Store) CreateWebhook(ctx context.Context, w resourceapi.Webhook) (resou
 		return resourceapi.Webhook{}, fmt.Errorf("create webhook: %w", err)
 	}
 	return out, nil
+}
+
+// forgetUnhooked marks fanned out, when no endpoint is enabled, the events
+// that were not (none was there to take them): an endpoint about to be
+// enabled receives the events after it, not a backlog from before.
+func (s *Store) forgetUnhooked(ctx context.Context, tx Tx, now time.Time) error {
+	q := s.newQuery()
+	q.WriteString("UPDATE events SET hooked_at = " + q.Arg(now) + " WHERE hooked_at IS NULL AND NOT EXISTS (SELECT 1 FROM webhooks WHERE enabled = " +
+		s.dialect.Bool(true) + ")")
+	_, err := tx.ExecContext(ctx, q.String(), q.args...)
+	return err
 }
 
 // Webhooks implements resourceapi.WebhookStore.
@@ -139,9 +155,15 @@ func (s *Store) UpdateWebhook(ctx context.Context, id int64, change func(*resour
 		if err != nil {
 			return err
 		}
+		was := w.Enabled
 		if err := change(&w); err != nil {
 			outcome = err
 			return err
+		}
+		if w.Enabled && !was {
+			if err := s.forgetUnhooked(ctx, tx, resourceapi.Timestamp(s.now())); err != nil {
+				return err
+			}
 		}
 		q := s.newQuery()
 		q.WriteString("UPDATE webhooks SET url = " + q.Arg(w.URL) + ", types = " + q.Arg(w.Types) + ", enabled = " + q.Arg(w.Enabled) +
@@ -308,27 +330,31 @@ func (s *Store) ReplayWebhookDeliveries(ctx context.Context, id, delivery int64,
 // the transaction that marks them, so an event that commits after a later
 // one is taken when it is there, never skipped.
 func (s *Store) FanOutWebhookEvents(ctx context.Context, limit int, fan func([]resourceapi.Webhook, []resourceapi.Event) ([]resourceapi.WebhookDelivery, error)) (int, error) {
+	// A read first: without an enabled endpoint, or without an event to
+	// fan out, nothing is written (a write transaction per event would
+	// cost every write its share of an fsync).
+	var work bool
+	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
+		var one int
+		err := q.QueryRowContext(ctx, "SELECT 1 FROM webhooks WHERE enabled = "+s.dialect.Bool(true)+
+			" AND EXISTS (SELECT 1 FROM events WHERE hooked_at IS NULL) LIMIT 1").Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		work = err == nil
+		return err
+	})
+	if err != nil || !work {
+		return 0, err
+	}
 	var n int
-	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
+	err = s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		n = 0
 		hooks, err := s.webhooks(ctx, tx, "enabled = "+s.dialect.Bool(true), resourceapi.MaxWebhooks)
-		if err != nil {
+		if err != nil || len(hooks) == 0 {
 			return err
 		}
 		now := resourceapi.Timestamp(s.now())
-		if len(hooks) == 0 {
-			// Nothing to deliver to: mark them all, in one statement.
-			q := s.newQuery()
-			q.WriteString("UPDATE events SET hooked_at = " + q.Arg(now) + " WHERE id IN (SELECT id FROM events WHERE hooked_at IS NULL ORDER BY id LIMIT " +
-				q.Arg(int64(limit)) + s.dialect.SkipLocked() + ")")
-			res, err := tx.ExecContext(ctx, q.String(), q.args...)
-			if err != nil {
-				return err
-			}
-			m, err := res.RowsAffected()
-			n = int(m)
-			return err
-		}
 		rows, err := tx.QueryContext(ctx, "SELECT "+eventColumns+" FROM events WHERE hooked_at IS NULL ORDER BY id LIMIT "+
 			s.dialect.Placeholder(1)+s.dialect.SkipLocked(), limit)
 		if err != nil {
@@ -375,8 +401,26 @@ func (s *Store) FanOutWebhookEvents(ctx context.Context, limit int, fan func([]r
 // pending (leased, or waiting for its retry), so that a record's events
 // arrive in order.
 func (s *Store) ClaimWebhookDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]resourceapi.WebhookDelivery, error) {
+	// A read first, so that a worker with nothing to do writes nothing.
+	var due bool
+	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
+		var one int
+		err := q.QueryRowContext(ctx, "SELECT 1 FROM webhook_deliveries WHERE state = "+s.dialect.Placeholder(1)+
+			" AND next_attempt_at <= "+s.dialect.Placeholder(2)+" LIMIT 1", resourceapi.DeliveryPending, s.dialect.Value(resourceapi.Timestamp(now))).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		due = err == nil
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
+	}
+	if !due {
+		return nil, nil
+	}
 	var out []resourceapi.WebhookDelivery
-	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
+	err = s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		out = nil
 		now := resourceapi.Timestamp(now)
 		// Placeholders are positional on SQLite: every value is bound
@@ -483,15 +527,30 @@ func (s *Store) DisableFailingWebhooks(ctx context.Context, cutoff time.Time, re
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
 		for rows.Next() {
 			w, err := scanWebhook(rows)
 			if err != nil {
+				rows.Close()
 				return err
 			}
 			out = append(out, w)
 		}
-		return rows.Err()
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		// Their deliveries whose retry period has passed too are
+		// dead-lettered with them.
+		for _, w := range out {
+			q := s.newQuery()
+			q.WriteString("UPDATE webhook_deliveries SET state = " + q.Arg(resourceapi.DeliveryDead) + ", lease_owner = '', lease_until = NULL" +
+				" WHERE webhook_id = " + q.Arg(w.ID) + " AND state = " + q.Arg(resourceapi.DeliveryPending) +
+				" AND first_attempt_at < " + q.Arg(resourceapi.Timestamp(cutoff)))
+			if _, err := tx.ExecContext(ctx, q.String(), q.args...); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("disable failing webhooks: %w", err)

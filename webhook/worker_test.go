@@ -209,7 +209,7 @@ func TestWorkerDelivers(t *testing.T) {
 // disabled, saying why.
 func TestWorkerDeadLetter(t *testing.T) {
 	r := newHookReceiver(t, 1<<30)
-	h := startHooks(t, r, webhook.Backoff{First: 5 * time.Millisecond, Max: 10 * time.Millisecond, Period: 100 * time.Millisecond}, "*")
+	h := startHooks(t, r, webhook.Backoff{First: 5 * time.Millisecond, Max: 10 * time.Millisecond, Period: time.Second}, "*")
 	h.product(t, 1)
 	waitFor(t, "a dead letter", func() bool {
 		log := h.deliveries(t)

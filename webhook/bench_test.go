@@ -1,0 +1,157 @@
+package webhook_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/resourceapi/resourceapi"
+	"github.com/resourceapi/resourceapi/inmem"
+	"github.com/resourceapi/resourceapi/relay"
+	"github.com/resourceapi/resourceapi/sqlite"
+	"github.com/resourceapi/resourceapi/webhook"
+)
+
+// benchService is a SQLite store served as serve wires it: the relay
+// publishing the outbox into a hub, and a webhook worker woken by the hub.
+// With receiver set, an endpoint on it receives every products event.
+func benchService(b *testing.B, receiver *httptest.Server) *resourceapi.Service {
+	b.Helper()
+	db, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlite.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	service := resourceapi.NewService(db, nil)
+	opts := webhook.Options{AllowPrivate: true}
+	if receiver != nil {
+		opts.TLS = receiver.Client().Transport.(*http.Transport).TLSClientConfig
+	}
+	service.SetWebhookPolicy(resourceapi.WebhookPolicy{CheckURL: func(u string) error { return webhook.CheckURL(u, opts) }})
+	hub := inmem.NewHub()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := relay.New(db, hub, relay.Config{})
+	w := &webhook.Worker{Store: db, Service: service, Client: webhook.NewClient(opts), Events: hub}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); r.Run(ctx) }()
+	go func() { defer wg.Done(); _ = w.Run(ctx) }()
+	b.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		hub.Close()
+		db.Close()
+	})
+	if receiver != nil {
+		url, types := receiver.URL, []string{"products.*"}
+		if _, err := service.CreateWebhook(context.Background(), resourceapi.SystemCaller(), resourceapi.WebhookInput{URL: &url, Types: &types}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return service
+}
+
+// BenchmarkWebhookDelivery writes b.N products from 4 writers and measures
+// how fast their events reach a receiver on loopback, from each write's
+// commit (when Create returns) to the receiver's reading of the request:
+// events/s over the run, and the median and 99th percentile latency.
+func BenchmarkWebhookDelivery(b *testing.B) {
+	var mu sync.Mutex
+	received := map[int64]time.Time{}
+	done := make(chan struct{})
+	var want atomic.Int64
+	receiver := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		at := time.Now()
+		var msg struct {
+			Data struct {
+				Record struct{ ID int64 } `json:"record"`
+			} `json:"data"`
+		}
+		_ = json.Unmarshal(body, &msg)
+		w.WriteHeader(http.StatusNoContent)
+		mu.Lock()
+		if _, seen := received[msg.Data.Record.ID]; !seen {
+			received[msg.Data.Record.ID] = at
+			if int64(len(received)) == want.Load() {
+				close(done)
+			}
+		}
+		mu.Unlock()
+	}))
+	defer receiver.Close()
+	service := benchService(b, receiver)
+	want.Store(int64(b.N))
+	committed := make([]map[int64]time.Time, 4)
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for g := range committed {
+		committed[g] = map[int64]time.Time{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < b.N; i += len(committed) {
+				rec, err := service.Create(context.Background(), resourceapi.SystemCaller(), resourceapi.Products, 0, resourceapi.Products.Example(i))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				committed[g][rec.ID()] = time.Now()
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		b.Fatalf("received %d of %d events", len(received), b.N)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	var lat []time.Duration
+	mu.Lock()
+	for _, m := range committed {
+		for id, at := range m {
+			lat = append(lat, received[id].Sub(at))
+		}
+	}
+	mu.Unlock()
+	slices.Sort(lat)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkWriteWithWebhook measures one write's latency (Create, one
+// writer) with the worker running and no endpoint registered, then with
+// one endpoint receiving every event: delivery is off the write's path, so
+// the two should be the same.
+func BenchmarkWriteWithWebhook(b *testing.B) {
+	receiver := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		_, _ = io.Copy(io.Discard, req.Body)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer receiver.Close()
+	for _, bc := range []struct {
+		name string
+		srv  *httptest.Server
+	}{{"none", nil}, {"endpoint", receiver}} {
+		b.Run(bc.name, func(b *testing.B) {
+			service := benchService(b, bc.srv)
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := service.Create(context.Background(), resourceapi.SystemCaller(), resourceapi.Products, 0, resourceapi.Products.Example(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
