@@ -61,6 +61,12 @@ type Worker struct {
 	// Batch is how many events one fan-out takes; default 200.
 	Batch  int
 	Logger *slog.Logger
+	// Settle is how long the worker waits, once woken by an event, for
+	// the events that follow it, so that a burst of writes costs one
+	// fan-out transaction rather than one each (on SQLite, where the
+	// worker's transactions share the one writer with the requests');
+	// default 50 ms.
+	Settle time.Duration
 	// HousekeepingEvery is how often the worker disables failing endpoints
 	// and purges the delivery log; default a minute.
 	HousekeepingEvery time.Duration
@@ -89,6 +95,9 @@ func (w *Worker) defaults() {
 	if w.Batch <= 0 {
 		w.Batch = 200
 	}
+	if w.Settle <= 0 {
+		w.Settle = 50 * time.Millisecond
+	}
 	if w.HousekeepingEvery <= 0 {
 		w.HousekeepingEvery = time.Minute
 	}
@@ -103,15 +112,17 @@ func (w *Worker) defaults() {
 // logged and retried at the next poll.
 func (w *Worker) Run(ctx context.Context) error {
 	w.defaults()
-	wake := make(chan struct{}, 1)
-	nudge := func() {
+	// wake: an event was published; freed: an attempt ended (a record's
+	// next delivery, or another to the same endpoint, may go now).
+	wake, freed := make(chan struct{}, 1), make(chan struct{}, 1)
+	signal := func(ch chan struct{}) {
 		select {
-		case wake <- struct{}{}:
+		case ch <- struct{}{}:
 		default:
 		}
 	}
 	if w.Events != nil {
-		_ = w.Events.Listen(ctx, resourceapi.AllEvents, func(resourceapi.Event) bool { nudge(); return true }, func() {})
+		_ = w.Events.Listen(ctx, resourceapi.AllEvents, func(resourceapi.Event) bool { signal(wake); return true }, func() {})
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -119,13 +130,21 @@ func (w *Worker) Run(ctx context.Context) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
+		fanOut := true
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-wake:
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(w.Settle):
+			}
+		case <-freed:
+			fanOut = false
 		case <-timer.C:
 		}
-		for {
+		for fanOut {
 			n, err := w.Store.FanOutWebhookEvents(ctx, w.Batch, w.fan)
 			if err != nil {
 				if ctx.Err() == nil {
@@ -133,15 +152,14 @@ func (w *Worker) Run(ctx context.Context) error {
 				}
 				break
 			}
-			if n < w.Batch {
-				break
-			}
+			fanOut = n == w.Batch
 		}
 		if time.Since(lastHousekeeping) >= w.HousekeepingEvery {
 			lastHousekeeping = time.Now()
 			w.housekeeping(ctx)
 		}
-		w.claim(ctx, &wg, nudge)
+		for w.claim(ctx, &wg, func() { signal(freed) }) {
+		}
 		timer.Reset(w.Poll)
 	}
 }
@@ -196,20 +214,22 @@ func (w *Worker) housekeeping(ctx context.Context) {
 	}
 }
 
-// claim leases what this instance can attempt now and starts the attempts.
-func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup, nudge func()) {
+// claim leases what this instance can attempt now, at most Concurrency at
+// a time (an endpoint's share), starts the attempts, and reports whether
+// to claim again (it took all it asked for, and room is left).
+func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup, nudge func()) bool {
 	w.mu.Lock()
-	free := maxInFlight - w.total
+	free := min(maxInFlight-w.total, w.Concurrency)
 	w.mu.Unlock()
 	if free <= 0 {
-		return
+		return false
 	}
 	claimed, err := w.Store.ClaimWebhookDeliveries(ctx, w.Owner, time.Now(), w.Lease, free)
 	if err != nil {
 		if ctx.Err() == nil {
 			w.Logger.Error("webhooks: claim deliveries", "error", err)
 		}
-		return
+		return false
 	}
 	var back []int64
 	w.mu.Lock()
@@ -238,6 +258,7 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup, nudge func()) {
 	if err := w.Store.ReleaseWebhookDeliveries(ctx, w.Owner, back); err != nil && ctx.Err() == nil {
 		w.Logger.Error("webhooks: release deliveries", "error", err)
 	}
+	return len(claimed) == free && len(back) == 0
 }
 
 // attempt sends d once and records the outcome.
