@@ -282,3 +282,53 @@ func TestLinkHeaders(t *testing.T) {
 		}
 	})
 }
+
+// TestLinkQueries: each link is the request's URL with its position set,
+// its query exactly what url.Values.Encode makes of the request's other
+// parameters and the position: keys sorted, every value kept and escaped,
+// whatever the parameters around page, after and before.
+func TestLinkQueries(t *testing.T) {
+	forEachStore(t, func(t *testing.T, c *client) {
+		for i := range 5 {
+			c.mustUser(fmt.Sprintf("Linked %d", i), fmt.Sprintf("linked%d@example.com", i))
+		}
+		c = c.lenient() // parameters the API does not define are kept in links
+		for _, query := range []string{
+			"page=2&limit=1&q=Linked&zz=%C3%A9+%26x&aaa=1&aaa=2&b%20c=%3D",
+			"limit=2&sort=name&order=desc&pagination=x&afte=1&before_=2&fields=id,name",
+			"limit=1&total=false",
+		} {
+			r := c.get("/api/users?" + query)
+			r.mustStatus(t, http.StatusOK)
+			params, err := url.ParseQuery(query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, paged := params["page"]
+			for rel, link := range links(t, r) {
+				u, err := url.Parse(link)
+				if err != nil {
+					t.Fatalf("%s: %s link %q: %v", query, rel, link, err)
+				}
+				got := u.Query()
+				want := url.Values{}
+				for k, vs := range params {
+					if k != "page" && k != "after" && k != "before" {
+						want[k] = vs
+					}
+				}
+				for _, name := range []string{"page", "after", "before"} {
+					if v, ok := got[name]; ok {
+						want[name] = v
+					}
+				}
+				if u.RawQuery != want.Encode() && !(u.RawQuery == "" && len(want) == 0) {
+					t.Errorf("%s: %s link query %q, want %q", query, rel, u.RawQuery, want.Encode())
+				}
+				if _, hasPage := got["page"]; paged != hasPage && rel != "first" {
+					t.Errorf("%s: %s link %q: page= %v, want %v", query, rel, link, hasPage, paged)
+				}
+			}
+		}
+	})
+}

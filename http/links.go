@@ -3,6 +3,7 @@ package http
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -59,56 +60,99 @@ func appendCursor(b []byte, tok string) []byte {
 // setLinks sets the Link header (RFC 8288) of a list page: first, prev
 // and next, and last for a page-numbered list (page=) whose total is
 // known. Each is the absolute URL of the request with only its position
-// changed, so filters, sort, search, limit and fields carry over. A list
-// read without page= links by cursor.
-func (s *Server) setLinks(w http.ResponseWriter, r *http.Request, q resourceapi.ListQuery, page resourceapi.Page, l pageLinks) {
-	params := r.URL.Query()
+// changed, so filters, sort, search, limit and fields carry over; params
+// are the request's query parameters. A list read without page= links by
+// cursor.
+//
+// The query of each link is what url.Values.Encode would make of params
+// with the position set (keys sorted, values escaped), but the other
+// parameters are escaped once for all the links, and the header is one
+// string built in place.
+func (s *Server) setLinks(w http.ResponseWriter, r *http.Request, params url.Values, q resourceapi.ListQuery, page resourceapi.Page, l pageLinks) {
 	_, paged := params["page"]
-	delete(params, "page")
-	delete(params, "after")
-	delete(params, "before")
-	base := s.origin(r) + r.URL.EscapedPath()
-	link := func(set func(url.Values)) string {
-		v := url.Values{}
-		for k, vs := range params {
-			v[k] = vs
+	// The other parameters, sorted, each with all its values escaped:
+	// "k=v1&k=v2".
+	var others [8]linkParam
+	kept := others[:0]
+	for k, vs := range params {
+		if k == "page" || k == "after" || k == "before" {
+			continue
 		}
-		if set != nil {
-			set(v)
+		var enc strings.Builder
+		ek := url.QueryEscape(k)
+		for i, v := range vs {
+			if i > 0 {
+				enc.WriteByte('&')
+			}
+			enc.WriteString(ek)
+			enc.WriteByte('=')
+			enc.WriteString(url.QueryEscape(v))
 		}
-		if len(v) == 0 {
-			return base
-		}
-		return base + "?" + v.Encode()
+		kept = append(kept, linkParam{k, enc.String()})
 	}
-	var out []string
-	add := func(rel, u string) { out = append(out, "<"+u+`>; rel="`+rel+`"`) }
+	slices.SortFunc(kept, func(a, b linkParam) int { return strings.Compare(a.key, b.key) })
+	origin, path := s.origin(r), r.URL.EscapedPath()
+	var b strings.Builder
+	b.Grow(4 * (len(origin) + len(path) + 64))
+	// add adds the link rel to the request with name=value in its place
+	// (no parameter when name is ""). Names and values need no escaping:
+	// page numbers and cursors (base64url).
+	add := func(rel, name, value string) {
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('<')
+		b.WriteString(origin)
+		b.WriteString(path)
+		sep := byte('?')
+		put := func(pair ...string) {
+			b.WriteByte(sep)
+			sep = '&'
+			for _, p := range pair {
+				b.WriteString(p)
+			}
+		}
+		for _, p := range kept {
+			if name != "" && name < p.key {
+				put(name, "=", value)
+				name = ""
+			}
+			put(p.enc)
+		}
+		if name != "" {
+			put(name, "=", value)
+		}
+		b.WriteString(`>; rel="`)
+		b.WriteString(rel)
+		b.WriteByte('"')
+	}
 	if paged {
 		n := q.Page()
-		setPage := func(p int) func(url.Values) {
-			return func(v url.Values) { v.Set("page", strconv.Itoa(p)) }
-		}
-		add("first", link(setPage(1)))
+		add("first", "page", "1")
 		if n > 1 {
-			add("prev", link(setPage(n-1)))
+			add("prev", "page", strconv.Itoa(n-1))
 		}
 		if page.More {
-			add("next", link(setPage(n+1)))
+			add("next", "page", strconv.Itoa(n+1))
 		}
 		if pages := page.Pages(q.Limit); pages > 0 {
-			add("last", link(setPage(pages)))
+			add("last", "page", strconv.Itoa(pages))
 		}
 	} else {
-		add("first", link(nil))
+		add("first", "", "")
 		if l.prev != "" {
-			add("prev", link(func(v url.Values) { v.Set("before", l.prev) }))
+			add("prev", "before", l.prev)
 		}
 		if l.next != "" {
-			add("next", link(func(v url.Values) { v.Set("after", l.next) }))
+			add("next", "after", l.next)
 		}
 	}
-	w.Header()["Link"] = []string{strings.Join(out, ", ")}
+	w.Header()["Link"] = []string{b.String()}
 }
+
+// linkParam is a query parameter of the links: its name, and its values
+// escaped.
+type linkParam struct{ key, enc string }
 
 // origin returns the scheme and host the client reached the server at:
 // https when the connection is TLS or a trusted proxy says it was

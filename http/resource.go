@@ -105,7 +105,8 @@ func (h *resourceHandlers) list() http.Handler {
 		if err != nil {
 			return err
 		}
-		q, err := h.s.cursors.ParseListQuery(h.res, r.URL.Query())
+		params := r.URL.Query()
+		q, err := h.s.cursors.ParseListQuery(h.res, params)
 		if err != nil {
 			return err
 		}
@@ -150,7 +151,7 @@ func (h *resourceHandlers) list() http.Handler {
 		b = appendCursor(b, links.prev)
 		b = append(b, `}}`...)
 		*buf = b
-		h.s.setLinks(w, r, q, page, links)
+		h.s.setLinks(w, r, params, q, page, links)
 		// A collection has no single modification time, so its validator is
 		// the hash of exactly what was sent.
 		writeCacheable(w, r, b, etagOf(b), time.Time{})
