@@ -7,13 +7,17 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/resourceapi/resourceapi/postgres/pgtest"
 )
 
-// TestMain runs the tests, closes and removes the benchmark database, and
+// TestMain runs the tests, closes and removes the benchmark database and the
+// PostgreSQL template (pgtest.Migrated), and
 // fails the run if any goroutine the tests started outlives them.
 func TestMain(m *testing.M) {
 	before := runtime.NumGoroutine()
 	code := m.Run()
+	pgtest.DropTemplates()
 	if bench.db != nil {
 		bench.db.Close()
 	}

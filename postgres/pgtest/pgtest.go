@@ -5,9 +5,11 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"fmt"
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +35,88 @@ func URL(tb testing.TB) string {
 func NewDatabase(tb testing.TB) string {
 	tb.Helper()
 	return create(tb, "")
+}
+
+// Migrated returns the URL of a new database, dropped when tb ends, that is
+// a copy (Clone) of one that migrate made from an empty database: the first
+// call with a key in this process creates and migrates that template, the
+// others copy it, which costs a fraction of migrating each afresh. migrate
+// must leave nothing connected to the database it is given. A package
+// whose tests call Migrated drops the templates at the end of its TestMain
+// with DropTemplates.
+func Migrated(tb testing.TB, key string, migrate func(url string) error) string {
+	tb.Helper()
+	base := URL(tb)
+	templates.Lock()
+	template, ok := templates.urls[key]
+	if !ok {
+		name := "resourceapi_template_" + strings.ToLower(rand.Text()[:16])
+		u, err := createDatabase(base, name, "")
+		if err == nil {
+			if err = migrate(u); err != nil {
+				dropDatabase(base, name)
+			}
+		}
+		if err != nil {
+			templates.Unlock()
+			tb.Fatalf("pgtest: template %s: %v", key, err)
+		}
+		if templates.urls == nil {
+			templates.urls = map[string]string{}
+		}
+		templates.urls[key], template = u, u
+	}
+	templates.Unlock()
+	return Clone(tb, template)
+}
+
+// templates are the databases Migrated copies, by key.
+var templates struct {
+	sync.Mutex
+	urls map[string]string
+}
+
+// DropTemplates drops the templates Migrated made in this process; call it
+// from TestMain after the tests have run.
+func DropTemplates() {
+	templates.Lock()
+	defer templates.Unlock()
+	base := os.Getenv(EnvURL)
+	for key, u := range templates.urls {
+		if p, err := url.Parse(u); err == nil && base != "" {
+			dropDatabase(base, strings.TrimPrefix(p.Path, "/"))
+		}
+		delete(templates.urls, key)
+	}
+}
+
+// createDatabase creates database name on the server at base with the given
+// CREATE DATABASE options and returns its URL.
+func createDatabase(base, name, options string) (string, error) {
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		return "", err
+	}
+	defer admin.Close()
+	// The name is ours (base32 letters and digits), not input: safe to splice.
+	if _, err := admin.ExecContext(context.Background(), "CREATE DATABASE "+name+options); err != nil {
+		return "", fmt.Errorf("create database: %w", err)
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+// dropDatabase drops database name on the server at base, whoever is
+// connected to it.
+func dropDatabase(base, name string) {
+	if admin, err := sql.Open("pgx", base); err == nil {
+		admin.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		admin.Close()
+	}
 }
 
 // create creates a database with the given CREATE DATABASE options, drops it

@@ -1,0 +1,16 @@
+package graph_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/resourceapi/resourceapi/postgres/pgtest"
+)
+
+// TestMain runs the tests and drops the PostgreSQL template they copied
+// their databases from (pgtest.Migrated).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pgtest.DropTemplates()
+	os.Exit(code)
+}
