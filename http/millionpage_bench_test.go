@@ -3,7 +3,6 @@ package http_test
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -97,48 +96,7 @@ func BenchmarkMillionPage(b *testing.B) {
 	for _, st := range stores {
 		b.Run(st.name, func(b *testing.B) {
 			store := st.open(b)
-			const limit = 100
-			for _, page := range []int{1, 100, 10_000} {
-				if (page-1)*limit >= rows {
-					continue
-				}
-				byPage := resourceapi.ListQuery{Limit: limit, Sort: "name", NoTotal: true}
-				byPage.SetPage(page)
-				byCursor := resourceapi.ListQuery{Limit: limit, Sort: "name", NoTotal: true}
-				if page > 1 {
-					// The cursor of the last record of the page before.
-					prev := byPage
-					prev.Offset--
-					prev.Limit = 1
-					p, err := store.List(ctx, resourceapi.Products, prev)
-					if err != nil || len(p.Records) != 1 {
-						b.Fatalf("record before page %d: %v", page, err)
-					}
-					c := prev.CursorOf(p.Records[0], false)
-					byCursor.Cursor = &c
-				}
-				want, err := store.List(ctx, resourceapi.Products, byPage)
-				if err != nil {
-					b.Fatal(err)
-				}
-				got, err := store.List(ctx, resourceapi.Products, byCursor)
-				if err != nil || len(got.Records) != len(want.Records) || len(got.Records) == 0 ||
-					got.Records[0].ID() != want.Records[0].ID() || got.Records[len(got.Records)-1].ID() != want.Records[len(want.Records)-1].ID() {
-					b.Fatalf("page %d by cursor differs from by number: %v", page, err)
-				}
-				for _, m := range []struct {
-					name string
-					q    resourceapi.ListQuery
-				}{{"page", byPage}, {"cursor", byCursor}} {
-					b.Run(fmt.Sprintf("%s/%d", m.name, page), func(b *testing.B) {
-						for b.Loop() {
-							if _, err := store.List(ctx, resourceapi.Products, m.q); err != nil {
-								b.Fatal(err)
-							}
-						}
-					})
-				}
-			}
+			benchPages(b, store, resourceapi.Products, rows, 100, 1, 100, 10_000)
 		})
 	}
 }
