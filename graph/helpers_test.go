@@ -59,7 +59,7 @@ func backends() []backend {
 	}}}
 	if os.Getenv(pgtest.EnvURL) != "" {
 		b = append(b, backend{"postgres", func(tb testing.TB, n *atomic.Int64) store {
-			return mustPostgres(tb, migratedPostgres(tb), n)
+			return mustPostgres(tb, pgtest.Migrated(tb), n)
 		}})
 	}
 	return b
@@ -349,16 +349,3 @@ func basic(user, password string) string {
 // store's outbox to the hub: committed writes reach subscribers. Without it
 // the tests feed the hub themselves (hub.Deliver).
 var withRelay func(*graph.Options, *rhttp.Config)
-
-// migratedPostgres returns a new database with the current schema, a copy
-// of one migrated once for the package's tests (dropped by TestMain).
-func migratedPostgres(tb testing.TB) string {
-	tb.Helper()
-	return pgtest.Migrated(tb, "postgres", func(url string) error {
-		db, err := postgres.Open(context.Background(), url, postgres.Options{})
-		if err == nil {
-			err = db.Close()
-		}
-		return err
-	})
-}

@@ -11,6 +11,6 @@ import (
 // their databases from (pgtest.Migrated).
 func TestMain(m *testing.M) {
 	code := m.Run()
-	pgtest.DropTemplates()
+	pgtest.DropTemplate()
 	os.Exit(code)
 }

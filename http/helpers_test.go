@@ -71,7 +71,7 @@ func mustSQLite(tb testing.TB, now resourceapi.Clock) resourceapi.Store {
 
 func mustPostgres(tb testing.TB, now resourceapi.Clock) resourceapi.Store {
 	tb.Helper()
-	db, err := postgres.Open(context.Background(), migratedPostgres(tb), postgres.Options{MaxConns: 4, Now: now})
+	db, err := postgres.Open(context.Background(), pgtest.Migrated(tb), postgres.Options{MaxConns: 4, Now: now})
 	if err != nil {
 		tb.Fatalf("open postgres: %v", err)
 	}
@@ -446,17 +446,4 @@ type tbWriter struct{ tb testing.TB }
 func (w tbWriter) Write(p []byte) (int, error) {
 	w.tb.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
-}
-
-// migratedPostgres returns a new database with the current schema, a copy
-// of one migrated once for the package's tests (dropped by TestMain).
-func migratedPostgres(tb testing.TB) string {
-	tb.Helper()
-	return pgtest.Migrated(tb, "postgres", func(url string) error {
-		db, err := postgres.Open(context.Background(), url, postgres.Options{})
-		if err == nil {
-			err = db.Close()
-		}
-		return err
-	})
 }

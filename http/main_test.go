@@ -17,7 +17,7 @@ import (
 func TestMain(m *testing.M) {
 	before := runtime.NumGoroutine()
 	code := m.Run()
-	pgtest.DropTemplates()
+	pgtest.DropTemplate()
 	if bench.db != nil {
 		bench.db.Close()
 	}

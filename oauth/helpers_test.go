@@ -56,7 +56,7 @@ var backends = []backend{
 		return db
 	}},
 	{"PostgreSQL", func(t *testing.T, now resourceapi.Clock) store {
-		db, err := postgres.Open(context.Background(), migratedPostgres(t), postgres.Options{Now: now})
+		db, err := postgres.Open(context.Background(), pgtest.Migrated(t), postgres.Options{Now: now})
 		if err != nil {
 			t.Fatalf("open postgres: %v", err)
 		}
@@ -479,16 +479,3 @@ func (g *guessLimiter) total() int {
 }
 
 func itoa(id int64) string { return strconv.FormatInt(id, 10) }
-
-// migratedPostgres returns a new database with the current schema, a copy
-// of one migrated once for the package's tests (dropped by TestMain).
-func migratedPostgres(tb testing.TB) string {
-	tb.Helper()
-	return pgtest.Migrated(tb, "postgres", func(url string) error {
-		db, err := postgres.Open(context.Background(), url, postgres.Options{})
-		if err == nil {
-			err = db.Close()
-		}
-		return err
-	})
-}

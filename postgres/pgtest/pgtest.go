@@ -14,6 +14,8 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+
+	"github.com/resourceapi/resourceapi/postgres"
 )
 
 // EnvURL names the variable that points the tests at a PostgreSQL server.
@@ -37,57 +39,57 @@ func NewDatabase(tb testing.TB) string {
 	return create(tb, "")
 }
 
-// Migrated returns the URL of a new database, dropped when tb ends, that is
-// a copy (Clone) of one that migrate made from an empty database: the first
-// call with a key in this process creates and migrates that template, the
-// others copy it, which costs a fraction of migrating each afresh. migrate
-// must leave nothing connected to the database it is given. A package
-// whose tests call Migrated drops the templates at the end of its TestMain
-// with DropTemplates.
-func Migrated(tb testing.TB, key string, migrate func(url string) error) string {
+// Migrated returns the URL of a new database, dropped when tb ends, with
+// the current schema: a copy (Clone) of one that the first call in this
+// process creates and migrates (postgres.Open), which costs a fraction of
+// migrating each database afresh. A package whose tests call Migrated
+// drops that template at the end of its TestMain with DropTemplate.
+func Migrated(tb testing.TB) string {
 	tb.Helper()
 	base := URL(tb)
-	templates.Lock()
-	template, ok := templates.urls[key]
-	if !ok {
+	migrated.Lock()
+	if migrated.url == "" {
 		name := "resourceapi_template_" + strings.ToLower(rand.Text()[:16])
 		u, err := createDatabase(base, name, "")
 		if err == nil {
-			if err = migrate(u); err != nil {
+			var db *postgres.DB
+			if db, err = postgres.Open(context.Background(), u, postgres.Options{}); err == nil {
+				err = db.Close()
+			}
+			if err != nil {
 				dropDatabase(base, name)
 			}
 		}
 		if err != nil {
-			templates.Unlock()
-			tb.Fatalf("pgtest: template %s: %v", key, err)
+			migrated.Unlock()
+			tb.Fatalf("pgtest: migrate the template: %v", err)
 		}
-		if templates.urls == nil {
-			templates.urls = map[string]string{}
-		}
-		templates.urls[key], template = u, u
+		migrated.url = u
 	}
-	templates.Unlock()
-	return Clone(tb, template)
+	u := migrated.url
+	migrated.Unlock()
+	return Clone(tb, u)
 }
 
-// templates are the databases Migrated copies, by key.
-var templates struct {
+// migrated is the template database Migrated copies, once made.
+var migrated struct {
 	sync.Mutex
-	urls map[string]string
+	url string
 }
 
-// DropTemplates drops the templates Migrated made in this process; call it
+// DropTemplate drops the template Migrated made in this process; call it
 // from TestMain after the tests have run.
-func DropTemplates() {
-	templates.Lock()
-	defer templates.Unlock()
+func DropTemplate() {
+	migrated.Lock()
+	defer migrated.Unlock()
 	base := os.Getenv(EnvURL)
-	for key, u := range templates.urls {
-		if p, err := url.Parse(u); err == nil && base != "" {
-			dropDatabase(base, strings.TrimPrefix(p.Path, "/"))
-		}
-		delete(templates.urls, key)
+	if migrated.url == "" || base == "" {
+		return
 	}
+	if p, err := url.Parse(migrated.url); err == nil {
+		dropDatabase(base, strings.TrimPrefix(p.Path, "/"))
+	}
+	migrated.url = ""
 }
 
 // createDatabase creates database name on the server at base with the given
