@@ -225,8 +225,10 @@ func (t *tx) ExecAtCommit(query string, args ...any) {
 	t.atCommit = append(t.atCommit, queued{query, args})
 }
 
-// first sends BEGIN and the write's first statement in one batch.
-func (t *tx) first(ctx context.Context, query string, args []any) pgx.BatchResults {
+// first sends BEGIN and the write's first statement in one batch, and
+// returns the batch to read the statement's result from; when BEGIN failed
+// it closes the batch and returns the error (also kept in beginErr).
+func (t *tx) first(ctx context.Context, query string, args []any) (pgx.BatchResults, error) {
 	t.begun = true
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
@@ -234,18 +236,19 @@ func (t *tx) first(ctx context.Context, query string, args []any) pgx.BatchResul
 	br := t.conn.SendBatch(ctx, b)
 	if _, err := br.Exec(); err != nil {
 		t.beginErr = err
+		br.Close()
+		return nil, err
 	}
-	return br
+	return br, nil
 }
 
 func (t *tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if t.begun {
 		return querier{t.conn}.ExecContext(ctx, query, args...)
 	}
-	br := t.first(ctx, query, args)
-	if t.beginErr != nil {
-		br.Close()
-		return nil, t.beginErr
+	br, err := t.first(ctx, query, args)
+	if err != nil {
+		return nil, err
 	}
 	tag, err := br.Exec()
 	if cerr := br.Close(); err == nil {
@@ -261,10 +264,9 @@ func (t *tx) QueryContext(ctx context.Context, query string, args ...any) (sqlst
 	if t.begun {
 		return querier{t.conn}.QueryContext(ctx, query, args...)
 	}
-	br := t.first(ctx, query, args)
-	if t.beginErr != nil {
-		br.Close()
-		return nil, t.beginErr
+	br, err := t.first(ctx, query, args)
+	if err != nil {
+		return nil, err
 	}
 	r, err := br.Query()
 	if err != nil {
@@ -278,10 +280,9 @@ func (t *tx) QueryRowContext(ctx context.Context, query string, args ...any) sql
 	if t.begun {
 		return t.conn.QueryRow(ctx, query, args...)
 	}
-	br := t.first(ctx, query, args)
-	if t.beginErr != nil {
-		br.Close()
-		return errRow{t.beginErr}
+	br, err := t.first(ctx, query, args)
+	if err != nil {
+		return errRow{err}
 	}
 	return batchRow{br.QueryRow(), br}
 }
