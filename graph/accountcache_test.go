@@ -32,6 +32,10 @@ func TestCachedAccounts(t *testing.T) {
 		{query, 1},
 		// The list, then the posts of all its users in one batch.
 		{`{ users(limit: 5) { id posts { title } } }`, 2},
+		// A page past the last: the page, then the account confirmed (no
+		// row carried the identity version); no count, as no total is
+		// shown (it was a third statement).
+		{`{ users(limit: 5, offset: 1000) { id } }`, 2},
 		// The user, their posts, the posts' authors.
 		{fmt.Sprintf(`{ user(id: "%d") { posts { author { name } } } }`, ann), 3},
 	} {

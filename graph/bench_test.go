@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,8 @@ import (
 	"github.com/resourceapi/resourceapi"
 	"github.com/resourceapi/resourceapi/graph"
 	rhttp "github.com/resourceapi/resourceapi/http"
+	"github.com/resourceapi/resourceapi/postgres"
+	"github.com/resourceapi/resourceapi/postgres/pgtest"
 	"github.com/resourceapi/resourceapi/sqlite"
 )
 
@@ -24,7 +27,25 @@ func benchServer(b *testing.B) *server {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	s := mustServer(b, db)
+	return benchSeed(b, mustServer(b, db))
+}
+
+// benchPostgres is benchServer on PostgreSQL (a database of its own, the
+// default pool), skipped without RESOURCEAPI_TEST_POSTGRES_URL.
+func benchPostgres(b *testing.B) *server {
+	b.Helper()
+	if os.Getenv(pgtest.EnvURL) == "" {
+		b.Skip(pgtest.EnvURL + " is not set")
+	}
+	db, err := postgres.Open(b.Context(), pgtest.Migrated(b), postgres.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	return benchSeed(b, mustServer(b, db))
+}
+
+func benchSeed(b *testing.B, s *server) *server {
 	mustUsers(b, s, 19, 5)
 	mustUsers(b, s, 80, 0)
 	return s
@@ -73,6 +94,22 @@ func BenchmarkUserGraphQL(b *testing.B) {
 
 func BenchmarkUserREST(b *testing.B) {
 	s := benchServer(b)
+	benchPost(b, s, http.MethodGet, "/api/users/7", nil)
+}
+
+// The same three on PostgreSQL.
+func BenchmarkPostgresUsersWithPosts(b *testing.B) {
+	s := benchPostgres(b)
+	benchPost(b, s, http.MethodPost, "/graphql", []byte(`{"query":"{ users(limit: 20) { id name posts { title } } }"}`))
+}
+
+func BenchmarkPostgresUserGraphQL(b *testing.B) {
+	s := benchPostgres(b)
+	benchPost(b, s, http.MethodPost, "/graphql", []byte(`{"query":"query($id: ID!) { user(id: $id) { name email } }","variables":{"id":"7"}}`))
+}
+
+func BenchmarkPostgresUserREST(b *testing.B) {
+	s := benchPostgres(b)
 	benchPost(b, s, http.MethodGet, "/api/users/7", nil)
 }
 

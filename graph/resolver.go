@@ -113,6 +113,8 @@ func (r *resolver) list(ctx context.Context, res *resourceapi.Resource, limit, o
 	if err != nil {
 		return nil, err
 	}
+	// With a limit the field is one page, and nothing reads its total.
+	q.NoTotal = limit != nil
 	b := budgetFrom(ctx)
 	var out []resourceapi.Record
 	shown := 0

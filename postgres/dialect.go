@@ -135,6 +135,9 @@ func (dialect) OrderBy(column string, _ bool) string { return column }
 // before the page's rows are read.
 func (dialect) IDsFirst() bool { return true }
 
+// LateralEach implements sqlstore.LateralEach.
+func (dialect) LateralEach() bool { return true }
+
 // Permissions unions the user's grants with those of their roles.
 func (dialect) Permissions(u string) string {
 	return "(SELECT coalesce(jsonb_agg(p), '[]'::jsonb) FROM (" +

@@ -3,6 +3,9 @@ package postgres_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -134,5 +137,66 @@ func TestSearchAfterWrites(t *testing.T) {
 	// The 625 matches (a bitmap heap scan), not the 10,000 rows.
 	if reads > 1500 {
 		t.Errorf("the search read %d rows of users, want at most 1,500 (its matches)", reads)
+	}
+}
+
+// TestListEachOneStatement: a batched list (the posts of a GraphQL page of
+// users) is one statement text whatever its values and their number, so
+// that each connection prepares it once: with each value bound on its own,
+// every number of values was another statement to parse, plan and keep in
+// the connection's statement cache.
+func TestListEachOneStatement(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	var texts []string
+	db, err := postgres.Open(ctx, pgtest.Migrated(t), postgres.Options{MaxConns: 1, OnStatement: func(q string) {
+		mu.Lock()
+		defer mu.Unlock()
+		texts = append(texts, q)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var authors []int64
+	for i := range 3 {
+		u, err := db.Create(ctx, resourceapi.Users, resourceapi.Record{"name": fmt.Sprintf("Author %d", i),
+			"email": fmt.Sprintf("author%d@example.com", i), "email_key": fmt.Sprintf("author%d@example.com", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		authors = append(authors, u.ID())
+		for j := range i + 1 {
+			if _, err := db.Create(ctx, resourceapi.Posts, resourceapi.Record{"author_id": u.ID(), "title": fmt.Sprintf("Post %d", j), "content": "C"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	q, err := resourceapi.NewListQuery(resourceapi.Posts, resourceapi.ListQuery{Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, values := range [][]int64{authors[:1], authors, authors[1:]} {
+		mu.Lock()
+		texts = nil
+		mu.Unlock()
+		recs, err := db.ListEach(ctx, resourceapi.Posts, "author_id", values, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for i := range values {
+			n += min(2, int(values[i]-authors[0])+1)
+		}
+		if len(recs) != n {
+			t.Fatalf("ListEach of %v = %d posts, want %d", values, len(recs), n)
+		}
+		mu.Lock()
+		got = append(got, texts...)
+		mu.Unlock()
+	}
+	if len(got) != 3 || got[0] != got[1] || got[1] != got[2] {
+		t.Fatalf("ListEach of 1, 3 and 2 values ran %d statements, of texts:\n%s", len(got), strings.Join(got, "\n"))
 	}
 }

@@ -116,13 +116,26 @@ func (s *Store) ListEach(ctx context.Context, res *resourceapi.Resource, field s
 			cols := s.readColumns(res)
 			order := s.orderBy(res, lq.Sort, lq.Desc, lq.Search != "")
 			q := s.newQuery()
-			// The inner query numbers each value's matching records in the
-			// sort order; the outer reads the rows of each value's page.
-			q.WriteString("SELECT " + cols.list + s.versionColumn(check) + " FROM " + res.Name + " WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY " +
-				column(f) + " ORDER BY " + order + ") AS rn FROM " + res.Name)
-			q.where(res, lq, column(f)+" IN ("+q.ints(chunk)+")")
-			q.WriteString(") AS numbered WHERE rn > " + q.Arg(int64(lq.Offset)) + " AND rn <= " + q.Arg(int64(lq.Offset+lq.Limit)) +
-				") ORDER BY " + column(f) + ", " + order)
+			if l, ok := s.dialect.(LateralEach); ok && l.LateralEach() {
+				// Each value's page is its own LIMIT/OFFSET read of the
+				// index on (field, sort), the values one array: one
+				// statement text (prepared once per connection) whatever
+				// the values and their number.
+				q.WriteString("SELECT page.*" + s.versionColumn(check) + " FROM unnest(" + q.Arg(chunk) +
+					"::bigint[]) AS each_value CROSS JOIN LATERAL (SELECT " + cols.list + " FROM " + res.Name)
+				q.where(res, lq, column(f)+" = each_value")
+				q.WriteString(" ORDER BY " + order + " LIMIT " + q.Arg(int64(lq.Limit)) + " OFFSET " + q.Arg(int64(lq.Offset)) +
+					") AS page ORDER BY " + column(f) + ", " + order)
+			} else {
+				// The inner query numbers each value's matching records in
+				// the sort order; the outer reads the rows of each value's
+				// page.
+				q.WriteString("SELECT " + cols.list + s.versionColumn(check) + " FROM " + res.Name + " WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY " +
+					column(f) + " ORDER BY " + order + ") AS rn FROM " + res.Name)
+				q.where(res, lq, column(f)+" IN ("+q.ints(chunk)+")")
+				q.WriteString(") AS numbered WHERE rn > " + q.Arg(int64(lq.Offset)) + " AND rn <= " + q.Arg(int64(lq.Offset+lq.Limit)) +
+					") ORDER BY " + column(f) + ", " + order)
+			}
 			rows, err := tx.QueryContext(ctx, q.String(), q.args...)
 			if err != nil {
 				return err
@@ -146,6 +159,16 @@ func (s *Store) ListEach(ctx context.Context, res *resourceapi.Resource, field s
 	}
 	s.cache.storePage(res, key, fl, resourceapi.Page{Records: out, Total: len(out)})
 	return out, nil
+}
+
+// LateralEach is implemented by a Dialect whose database reads a batched
+// list (ListEach) as one LIMIT/OFFSET read per value, the values bound as
+// one array (PostgreSQL's unnest and LATERAL): the other form numbers every
+// matching row with a window function and reads the page's rows again by
+// id, and binds each value, so that each number of values is another
+// statement to prepare.
+type LateralEach interface {
+	LateralEach() bool
 }
 
 // ints binds each of ids and returns their placeholders, comma-separated.
