@@ -92,10 +92,13 @@ func (f EventFilter) Patterns() []string { return slices.Clone(f.patterns) }
 // for webhook deliveries.
 type EventLog interface {
 	// EventsAfter returns the committed events whose ids are greater than
-	// after, at most limit, in id order, published or not. Ids are taken
-	// in commit order: no event commits later with an id below one that
+	// after, at most limit, in id order, published or not, up to the
+	// outbox's horizon: no event commits later with an id below one that
 	// EventsAfter has returned, so a reader that goes on after the last id
-	// it read misses nothing.
+	// it read misses nothing. Where ids may commit out of order
+	// (PostgreSQL) the horizon is the one the relay last established
+	// before publishing (docs/events.md, "Order and resumption"): events
+	// above it are not returned yet, and reach a listener live.
 	EventsAfter(ctx context.Context, after int64, limit int) ([]Event, error)
 	// PurgedThrough returns the greatest id of the events the retention
 	// has deleted (0 when none): a client that last saw an event before it

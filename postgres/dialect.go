@@ -165,6 +165,16 @@ func (dialect) PublishLock() string {
 	return "SELECT pg_advisory_xact_lock(hashtext('events.publish'))"
 }
 
+var _ sqlstore.EventHorizon = dialect{}
+
+// EstablishHorizon runs events_establish_horizon (migration 00028): it
+// waits, on the lock writers hold shared while they take an event id, for
+// the transactions of the ids taken so far, and records the last id.
+func (dialect) EstablishHorizon() string { return "SELECT events_establish_horizon()" }
+
+// Horizon is the last horizon recorded, in a sequence (migration 00028).
+func (dialect) Horizon() string { return "(SELECT last_value FROM events_horizon)" }
+
 // IdentityVersion reads the identity_version row, which triggers move on
 // with every change of a user, an API key or a role (migration 00007).
 func (dialect) IdentityVersion() string { return "(SELECT version FROM identity_version)" }

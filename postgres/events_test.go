@@ -52,8 +52,8 @@ func (p countingPublisher) Publish(ctx context.Context, events []resourceapi.Eve
 
 // TestTwoRelays runs two instances on one database, each with its relay,
 // while both write: every event is published by exactly one relay (they
-// claim with SKIP LOCKED), all in id order, across batches and relays (ids
-// are taken in commit order, and relays publish one batch at a time), and
+// claim with SKIP LOCKED), all in id order, across batches and relays (each
+// publishes only up to its horizon, and one batch at a time), and
 // a subscriber gets every event once. Then an instance with no relay (as with
 // RESOURCEAPI_EVENTS_RELAY=off, or a command) writes, and the other's poll
 // publishes its event.

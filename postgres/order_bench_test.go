@@ -11,9 +11,10 @@ import (
 	"github.com/resourceapi/resourceapi/postgres/pgtest"
 )
 
-// BenchmarkConcurrentCreates creates users from 8 goroutines a core at once: the
-// cost of taking event ids in commit order (migration 00025), which makes
-// event-bearing commits happen one at a time.
+// BenchmarkConcurrentCreates creates users from 8 goroutines a core at once:
+// what ordering event ids costs writers (migration 00025 made event-bearing
+// commits happen one at a time; since 00028 they take the order lock shared
+// and share WAL flushes).
 //
 //	go test -run '^$' -bench ConcurrentCreates -benchtime 2000x ./postgres
 func BenchmarkConcurrentCreates(b *testing.B) {

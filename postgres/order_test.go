@@ -50,11 +50,17 @@ func beginEvent(t *testing.T, raw *sql.DB) (*sql.Tx, int64) {
 
 // TestEventIDsInCommitOrder provokes what a resuming reader of the outbox
 // must never meet: of two transactions, the one with the later event id
-// committing first. A transaction takes an event id and stays open; another
-// writes a user meanwhile. Whatever a reader reads then, and whatever it
-// reads after the id it last read once both have committed, holds each
-// event exactly once: the second write's id comes after the first's commit
-// (it waits for it), not before.
+// committing first. A transaction takes an event id and stays open; a
+// write commits meanwhile, without waiting for it (writers take the order
+// lock shared, migration 00028). The relay cannot establish a horizon past
+// the open transaction: it waits for it. A reader of the outbox meanwhile
+// reads only up to the last horizon, so not the later event; once the
+// first commits, the relay publishes both in id order, and a reader going
+// on after the last id it read gets each event exactly once.
+//
+// With plain ids from a sequence and readers reading every committed id,
+// the reader would read the later event first, resume after it and never
+// see the earlier one, and the relay would publish it out of order.
 func TestEventIDsInCommitOrder(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	db := mustOpen(t, url)
@@ -78,7 +84,30 @@ func TestEventIDsInCommitOrder(t *testing.T) {
 		defer close(done)
 		second, errSecond = db.Create(ctx, resourceapi.Users, rec)
 	}()
-	waited := pgtest.WaitLockedOr(t, raw, done)
+	if pgtest.WaitLockedOr(t, raw, done) {
+		tx.Rollback()
+		t.Fatal("a write waited for another transaction's event to commit")
+	}
+	if errSecond != nil {
+		t.Fatal(errSecond)
+	}
+
+	// The relay waits for the open transaction before it publishes.
+	var mu sync.Mutex
+	var published []int64
+	relayed := make(chan error, 1)
+	relayDone := make(chan struct{})
+	go func() {
+		defer close(relayDone)
+		_, err := db.PublishEvents(ctx, 100, func(_ context.Context, evs []resourceapi.Event) error {
+			mu.Lock()
+			defer mu.Unlock()
+			published = append(published, ids(evs)...)
+			return nil
+		})
+		relayed <- err
+	}()
+	relayWaited := pgtest.WaitLockedOr(t, raw, relayDone)
 
 	// A reader resumes while the first is still open.
 	seen, err := db.EventsAfter(ctx, 0, 100)
@@ -88,11 +117,13 @@ func TestEventIDsInCommitOrder(t *testing.T) {
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	<-done
-	if errSecond != nil {
-		t.Fatal(errSecond)
+	if err := <-relayed; err != nil {
+		t.Fatal(err)
 	}
-	after := seen[len(seen)-1].ID
+	var after int64
+	if len(seen) > 0 {
+		after = seen[len(seen)-1].ID
+	}
 	more, err := db.EventsAfter(ctx, after, 100)
 	if err != nil {
 		t.Fatal(err)
@@ -106,11 +137,55 @@ func TestEventIDsInCommitOrder(t *testing.T) {
 		}
 	}
 	if count[held] != 1 || secondID == 0 || count[secondID] != 1 {
-		t.Fatalf("read %v then, after %d, %v: the open transaction's event %d seen %d times, the second write's %d seen %d times; want each once (the second write waited: %v)",
-			ids(seen), after, ids(more), held, count[held], secondID, count[secondID], waited)
+		t.Fatalf("read %v then, after %d, %v: the open transaction's event %d seen %d times, the second write's %d seen %d times; want each once",
+			ids(seen), after, ids(more), held, count[held], secondID, count[secondID])
 	}
 	if secondID < held {
-		t.Fatalf("the write that committed last has event id %d, below the first's %d", secondID, held)
+		t.Fatalf("the write that took its id last has event id %d, below the first's %d", secondID, held)
+	}
+	if !relayWaited || !slices.IsSorted(published) || !slices.Contains(published, held) || !slices.Contains(published, secondID) {
+		t.Fatalf("the relay published %v (it waited for the open transaction: %v); want it to wait, then publish both %d and %d in id order",
+			published, relayWaited, held, secondID)
+	}
+}
+
+// TestEventWritersDoNotWait holds two transactions open at once, each with
+// an event inserted: the second insert does not wait for the first
+// transaction (migration 00025 made it wait, one event-bearing transaction
+// at a time), and both commit, with distinct ids.
+func TestEventWritersDoNotWait(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	db := mustOpen(t, url)
+	raw, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	mustUser(t, db, "first@example.com")
+
+	tx1, id1 := beginEvent(t, raw)
+	done := make(chan struct{})
+	var tx2 *sql.Tx
+	var id2 int64
+	go func() {
+		defer close(done)
+		tx2, id2 = beginEvent(t, raw)
+	}()
+	if pgtest.WaitLockedOr(t, raw, done) {
+		tx1.Rollback()
+		<-done
+		t.Fatal("a transaction inserting an event waited for another that holds one")
+	}
+	if tx2 == nil {
+		t.FailNow() // beginEvent failed (and said why)
+	}
+	for _, tx := range []*sql.Tx{tx2, tx1} {
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if id1 == id2 {
+		t.Fatalf("both transactions took event id %d", id1)
 	}
 }
 

@@ -19,9 +19,9 @@ var _ resourceapi.Outbox = (*Store)(nil)
 // before (nil for a create) to after (nil for a delete), with the record as
 // the write committed it (as it was, for a delete). Each write calls it once
 // its record is written, so the event commits with the write or not at all,
-// and last, right before the commit: on PostgreSQL the insert takes the lock
-// that gives event ids in commit order (migration 00025), held until the
-// transaction ends, so nothing else of the write may wait while it holds it.
+// and last, right before the commit: on PostgreSQL the insert takes, shared,
+// the lock the relay waits on to establish its horizon (migration 00028),
+// held until the transaction ends, so the relay waits for the commit alone.
 func (s *Store) recordEvent(ctx context.Context, tx Tx, res *resourceapi.Resource, op resourceapi.Op, before, after resourceapi.Record, actor int64) error {
 	name, alias := res.EventOf(op, before, after)
 	rec := after
@@ -107,6 +107,18 @@ const markTimeout = 10 * time.Second
 // and committing would otherwise leave them unmarked, for another relay to
 // publish again.
 func (s *Store) claimAndPublish(ctx context.Context, limit int, lock string, publish func(context.Context, []resourceapi.Event) error) (int, error) {
+	// Where ids may commit out of order, first the horizon: every event up
+	// to it is final, so the batch below has no gap that a commit still in
+	// flight would fill in after it was published.
+	through := int64(-1)
+	if h, ok := s.dialect.(EventHorizon); ok {
+		err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
+			return q.QueryRowContext(ctx, h.EstablishHorizon()).Scan(&through)
+		})
+		if err != nil {
+			return 0, fmt.Errorf("horizon: %w", err)
+		}
+	}
 	var published int
 	committing, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
 	defer cancel()
@@ -120,7 +132,7 @@ func (s *Store) claimAndPublish(ctx context.Context, limit int, lock string, pub
 				return err
 			}
 		}
-		events, err := s.pendingEvents(ctx, tx, limit, 0, lock)
+		events, err := s.pendingEvents(ctx, tx, limit, 0, through, lock)
 		if err != nil || len(events) == 0 {
 			return err
 		}
@@ -173,7 +185,7 @@ func (s *Store) readAndPublish(ctx context.Context, limit int, publish func(cont
 	var events []resourceapi.Event
 	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
 		var err error
-		events, err = s.pendingEvents(ctx, q, limit, s.serial.last, "")
+		events, err = s.pendingEvents(ctx, q, limit, s.serial.last, -1, "")
 		return err
 	})
 	if err != nil {
@@ -241,12 +253,18 @@ type publishError struct{ err error }
 
 func (e publishError) Error() string { return e.err.Error() }
 
-// pendingEvents reads the oldest unpublished events after id after, at
-// most limit, in id order; suffix ends the query (the clause that claims
-// them).
-func (s *Store) pendingEvents(ctx context.Context, q Querier, limit int, after int64, suffix string) ([]resourceapi.Event, error) {
+// pendingEvents reads the oldest unpublished events after id after and up
+// to through (the horizon; -1 for no bound), at most limit, in id order;
+// suffix ends the query (the clause that claims them).
+func (s *Store) pendingEvents(ctx context.Context, q Querier, limit int, after, through int64, suffix string) ([]resourceapi.Event, error) {
+	args := []any{after, limit}
+	bound := ""
+	if through >= 0 {
+		bound = " AND id <= " + s.dialect.Placeholder(3)
+		args = append(args, through)
+	}
 	rows, err := q.QueryContext(ctx, "SELECT "+eventColumns+" FROM events WHERE published_at IS NULL AND id > "+
-		s.dialect.Placeholder(1)+" ORDER BY id LIMIT "+s.dialect.Placeholder(2)+suffix, after, limit)
+		s.dialect.Placeholder(1)+bound+" ORDER BY id LIMIT "+s.dialect.Placeholder(2)+suffix, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -354,17 +372,24 @@ var _ resourceapi.EventLog = (*Store)(nil)
 
 // EventsAfter implements resourceapi.EventLog. It reads committed events,
 // published or not: a client that resumes hears events its live stream
-// would hear later, and drops the repeats by id. Ids are taken in commit
-// order (SQLite runs one write transaction at a time; on PostgreSQL an
-// event's insert waits for the previous event-bearing transaction to end,
-// migration 00025), so nothing committed later can come before after.
+// would hear later, and drops the repeats by id. It reads only final
+// events, so that nothing committed later can come before after: on
+// SQLite, which runs one write transaction at a time, every committed one;
+// on PostgreSQL, whose writers may commit ids out of order, those up to
+// the horizon the relay last established (EventHorizon, migration 00028),
+// which it records before it publishes anything after it: what is above
+// it reaches a listener live.
 func (s *Store) EventsAfter(ctx context.Context, after int64, limit int) ([]resourceapi.Event, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
+	bound := ""
+	if h, ok := s.dialect.(EventHorizon); ok {
+		bound = " AND id <= " + h.Horizon()
+	}
 	var events []resourceapi.Event
 	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
-		rows, err := q.QueryContext(ctx, "SELECT "+eventColumns+" FROM events WHERE id > "+s.dialect.Placeholder(1)+
+		rows, err := q.QueryContext(ctx, "SELECT "+eventColumns+" FROM events WHERE id > "+s.dialect.Placeholder(1)+bound+
 			" ORDER BY id LIMIT "+s.dialect.Placeholder(2), after, limit)
 		if err != nil {
 			return err

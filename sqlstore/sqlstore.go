@@ -221,6 +221,23 @@ type NextIDInline interface {
 	CurrentID(ctx context.Context, tx Querier, res *resourceapi.Resource) (int64, error)
 }
 
+// EventHorizon is implemented by the Dialect of a database whose write
+// transactions run concurrently and may commit their event ids out of
+// order (PostgreSQL, migration 00028: a writer takes its id under a shared
+// lock). What is read in id order (the relay's batches, a stream resuming
+// from the outbox) stops at a horizon, an id at or below which every event
+// is final: committed, or never will be. Without it (SQLite's one writer),
+// every committed id is final.
+type EventHorizon interface {
+	// EstablishHorizon is a statement, run outside any transaction (its
+	// lock is released as soon as it has it), that waits until the
+	// transactions of every event id taken so far have ended, records the
+	// greatest id as the horizon, and returns the horizon.
+	EstablishHorizon() string
+	// Horizon is an expression whose value is the last horizon recorded.
+	Horizon() string
+}
+
 // Writer runs fn in a write transaction and commits it. It returns fn's error
 // (with nothing committed) or the commit's. fn must use the context it is
 // given for its statements, not the caller's: a writer may share the

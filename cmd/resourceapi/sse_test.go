@@ -335,11 +335,14 @@ func TestEventStreamAcrossInstances(t *testing.T) {
 
 // TestEventStreamCommitOrder provokes, on PostgreSQL, what a resuming
 // client must survive: a transaction that took an event id stays open
-// while a later write commits. A stream reads the first event that
+// while a later write commits (without waiting for it: writers take the
+// order lock shared, migration 00028). A stream reads the first event that
 // reaches it, is cut, and resumes from that event's id: it receives every
-// event once, the open transaction's included (the later write waits for
-// it to commit, so its id comes after; docs/events.md, "Order and
-// resumption").
+// event once, the open transaction's included (the relay publishes
+// nothing past the open transaction until it ends, and a resumption reads
+// the outbox up to the relay's horizon; docs/events.md, "Order and
+// resumption"). With ids from a plain sequence and no horizon, the later
+// write's event would reach the stream first and the earlier one never.
 func TestEventStreamCommitOrder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a server")
@@ -375,21 +378,18 @@ func TestEventStreamCommitOrder(t *testing.T) {
 		defer close(done)
 		second, errSecond = create(srv.URL, admin, "/api/users", userBody("second@example.com"))
 	}()
-	var got []sseFrame
-	if !pgtest.WaitLockedOr(t, raw, done) {
-		// The write did not wait: its event reaches the stream first.
-		got = append(got, s.next(t, 10*time.Second))
+	// The relay's session waits for the open transaction; the write must not.
+	if pgtest.WaitLockedWhereOr(t, raw, "query NOT LIKE '%events_establish_horizon%'", done) {
+		tx.Rollback()
+		t.Fatal("a write waited for another transaction's event to commit")
+	}
+	if errSecond != nil {
+		t.Fatal(errSecond)
 	}
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) == 0 {
-		got = append(got, s.next(t, 10*time.Second))
-	}
-	<-done
-	if errSecond != nil {
-		t.Fatal(errSecond)
-	}
+	got := []sseFrame{s.next(t, 10*time.Second)}
 	s.body.Close()
 	s, _ = openSSE(t, srv.URL, admin, "types=users.created", got[0].ID)
 	last := mustCreate(t, srv.URL, admin, "/api/users", userBody("last@example.com"))

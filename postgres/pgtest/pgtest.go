@@ -156,6 +156,18 @@ func create(tb testing.TB, options string) string {
 // for another transaction learns that it does, or that it did not have to.
 func WaitLockedOr(tb testing.TB, db *sql.DB, done <-chan struct{}) bool {
 	tb.Helper()
+	return WaitLockedWhereOr(tb, db, "", done)
+}
+
+// WaitLockedWhereOr is WaitLockedOr for the sessions that also match where
+// (a condition on pg_stat_activity's columns; "" for all): a test that
+// starts work that must not wait can leave out the sessions that may (the
+// relay's, which waits for open transactions with events).
+func WaitLockedWhereOr(tb testing.TB, db *sql.DB, where string, done <-chan struct{}) bool {
+	tb.Helper()
+	if where != "" {
+		where = " AND (" + where + ")"
+	}
 	for {
 		select {
 		case <-done:
@@ -164,7 +176,7 @@ func WaitLockedOr(tb testing.TB, db *sql.DB, done <-chan struct{}) bool {
 		}
 		var n int
 		err := db.QueryRowContext(context.Background(), `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n)
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`+where).Scan(&n)
 		if err != nil {
 			tb.Fatalf("pgtest: pg_stat_activity: %v", err)
 		}
