@@ -63,8 +63,16 @@ type resourceEpochs struct {
 	// dropped one by one.
 	records uint64
 	// inflight counts the writes of the resource that have begun and not
-	// ended: while any is, nothing read is stored.
+	// ended: while any is, no record or page read is stored.
 	inflight int
+	// access moves at the beginning and the end of every write of the
+	// resource that may change what authenticates a caller (changesAccess:
+	// not the creation of a user), and accessInflight counts those under
+	// way; values (accounts) are valid under access and stored only while
+	// none is in flight. So a flood of sign-ups leaves every caller's
+	// account cached, where each would otherwise read it again.
+	access         uint64
+	accessInflight int
 }
 
 // cacheKey is a record's key (query empty) or a list page's (id 0).
@@ -116,8 +124,8 @@ func newCache(maxEntries int) *cache {
 // fill is what a read that missed needs to store what it read: the epochs
 // before it queried. The zero fill stores nothing.
 type fill struct {
-	epochs         *resourceEpochs
-	writes, global uint64
+	epochs                 *resourceEpochs
+	writes, access, global uint64
 }
 
 // lookup returns the valid entry under k, or nil and the fill for what the
@@ -141,17 +149,13 @@ func (c *cache) lookup(k cacheKey) (*entry, fill) {
 		c.global++
 	}
 	ep := c.epochs(k.res)
-	f := fill{epochs: ep, writes: ep.writes, global: c.global}
+	f := fill{epochs: ep, writes: ep.writes, access: ep.access, global: c.global}
 	e := c.entries[k]
 	if e == nil {
 		c.misses++
 		return nil, f
 	}
-	epoch := ep.records
-	if k.query != "" {
-		epoch = ep.writes
-	}
-	if e.global != c.global || e.epoch != epoch {
+	if e.global != c.global || e.epoch != ep.epochOf(k) {
 		c.remove(e)
 		c.misses++
 		return nil, f
@@ -184,8 +188,9 @@ func (c *cache) page(res *resourceapi.Resource, key string) (resourceapi.Page, b
 
 // value returns a cached value derived from records of res (an account),
 // under key, or false and the fill to pass to storeValue. Values are valid
-// under the resource's write epoch, like pages: any write of the resource
-// drops them all, and so does a commit of another process.
+// under the resource's access epoch: any write of the resource that may
+// change access (changesAccess: all but the creation of a user) drops them
+// all, and so does a commit of another process.
 func (c *cache) value(res *resourceapi.Resource, key string) (any, bool, fill) {
 	e, f := c.lookup(cacheKey{res: res, query: key})
 	if e == nil {
@@ -195,7 +200,7 @@ func (c *cache) value(res *resourceapi.Resource, key string) (any, bool, fill) {
 }
 
 // storeValue stores v, of the estimated size, under key, as f allows. Keys
-// must not collide with list keys: start them with a byte no list key has.
+// start with a zero byte, which no list key has (isValue).
 func (c *cache) storeValue(res *resourceapi.Resource, key string, f fill, v any, size int64) {
 	if c == nil || f.epochs == nil {
 		return
@@ -233,13 +238,17 @@ func (c *cache) store(e *entry, f fill) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ep := f.epochs
-	if ep.inflight > 0 || ep.writes != f.writes || c.global != f.global {
+	if c.global != f.global {
+		return // another process committed since the read queried
+	}
+	if isValue(e.key) {
+		if ep.accessInflight > 0 || ep.access != f.access {
+			return // a write that may change access began, or is under way
+		}
+	} else if ep.inflight > 0 || ep.writes != f.writes {
 		return // a write began since the read queried, or is under way
 	}
-	e.global, e.epoch = c.global, ep.records
-	if e.key.query != "" {
-		e.epoch = ep.writes
-	}
+	e.global, e.epoch = c.global, ep.epochOf(e.key)
 	if old := c.entries[e.key]; old != nil {
 		c.remove(old)
 	}
@@ -287,12 +296,34 @@ func (c *cache) bump(ch change, inflight int) {
 	ep := c.epochs(ch.res)
 	ep.writes++
 	ep.inflight += inflight
+	if changesAccess(ch) {
+		ep.access++
+		ep.accessInflight += inflight
+	}
 	for _, res := range ch.whole {
 		ep := c.epochs(res)
 		ep.writes++
 		ep.records++
 		ep.inflight += inflight
+		ep.access++ // records deleted without being named
+		ep.accessInflight += inflight
 	}
+}
+
+// isValue reports whether k is a value's (storeValue), whose keys start
+// with a zero byte: a list key starts with the page's offset.
+func isValue(k cacheKey) bool { return len(k.query) > 0 && k.query[0] == 0 }
+
+// epochOf returns the epoch an entry under k is valid under: records under
+// records, list pages under writes, values under access.
+func (ep *resourceEpochs) epochOf(k cacheKey) uint64 {
+	switch {
+	case k.query == "":
+		return ep.records
+	case isValue(k):
+		return ep.access
+	}
+	return ep.writes
 }
 
 func (c *cache) epochs(res *resourceapi.Resource) *resourceEpochs {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/resourceapi/resourceapi"
@@ -140,5 +141,67 @@ func TestCacheClearedByForeignCommitsOnly(t *testing.T) {
 	}
 	if n := clears(); n != 1 {
 		t.Fatalf("a foreign commit cleared the cache %d times, want 1", n)
+	}
+}
+
+// TestCachedAccountSurvivesSignUps checks that the account an API key finds
+// stays cached while other users are created (a creation changes nothing an
+// existing caller is authenticated by), and that a write of the account's
+// own user, or of an API key, still drops it: the next lookup reads the
+// database and sees the change.
+func TestCachedAccountSurvivesSignUps(t *testing.T) {
+	ctx := context.Background()
+	reads := 0
+	counting := false
+	db := mustOpen(t, filepath.Join(t.TempDir(), "accounts.db"), sqlite.Options{Sync: sqlite.SyncNormal,
+		OnStatement: func(q string) {
+			if counting && strings.Contains(q, "FROM users u") {
+				reads++
+			}
+		}})
+	owner := mustCreate(t, db, "Owner", "owner@example.com")
+	secret, _ := resourceapi.NewAPIKey(nil)
+	other, _ := resourceapi.NewAPIKey(nil)
+	createKey := func(key string) {
+		t.Helper()
+		rec := resourceapi.Record{"user_id": owner.ID(), "key": key}
+		if err := resourceapi.Validate(resourceapi.APIKeys, rec, resourceapi.ModeCreate); err != nil {
+			t.Fatal(err)
+		}
+		rec["prefix"], rec["key"] = key[:12], resourceapi.HashToken(key) // as the Service stores it
+		if _, err := db.Create(ctx, resourceapi.APIKeys, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	createKey(secret)
+	lookup := func() resourceapi.Account {
+		t.Helper()
+		acct, err := db.AccountByAPIKey(ctx, resourceapi.HashToken(secret))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return acct
+	}
+	lookup() // which user the key names, cached
+	lookup() // and that user's account
+	counting = true
+	for i := range 3 {
+		mustCreate(t, db, "New", fmt.Sprintf("new%d@example.com", i))
+		if acct := lookup(); acct.User["name"] != "Owner" {
+			t.Fatalf("name = %v, want Owner", acct.User["name"])
+		}
+	}
+	if reads != 0 {
+		t.Fatalf("after sign-ups the account was read %d times from the database, want 0 (cached)", reads)
+	}
+	if _, err := db.Update(ctx, resourceapi.Users, owner.ID(), resourceapi.Record{"name": "Renamed"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if acct := lookup(); acct.User["name"] != "Renamed" || reads != 1 {
+		t.Fatalf("after the owner's update: name %v after %d reads, want Renamed after 1", acct.User["name"], reads)
+	}
+	createKey(other)
+	if lookup(); reads != 2 {
+		t.Fatalf("after a key's creation: %d reads, want 2 (a write of api_keys drops the key's user)", reads)
 	}
 }

@@ -21,10 +21,11 @@ var _ resourceapi.IdentityStore = (*Store)(nil)
 // request costs one round trip on a server database.
 
 // With the cache on (SQLite), accounts are cached as values of the users
-// resource (any write of a user, another process's commit included, drops
-// them all), and which user a key belongs to as a value of api_keys (any
-// write of a key drops them all); roles change only by another process's
-// commit, which drops everything. So authenticating a repeated caller costs
+// resource (any write of a user but a creation, which changes no existing
+// account, drops them all, and so does another process's commit), and which
+// user a key belongs to as a value of api_keys (any write of a key drops
+// them all); roles change only by another process's commit, which drops
+// everything. So authenticating a repeated caller costs
 // no query, and is never stale. On PostgreSQL, accounts have a cache of
 // their own, confirmed by the reads of the request (accounts.go).
 
