@@ -67,7 +67,7 @@ func (p *pool) Read(ctx context.Context, fn func(ctx context.Context, q sqlstore
 	defer release()
 	sctx, cancel := sqlstore.Detach(ctx)
 	defer cancel()
-	q := querier{p.pool}
+	q := querier{q: p.pool, plans: true}
 	err = fn(sctx, q)
 	if !lost(sctx, err) {
 		return err
@@ -152,8 +152,19 @@ type querier struct {
 		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 		QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+		SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 	}
+	// plans: a query whose context asks for a generic plan
+	// (sqlstore.GenericPlan) gets one (a read's querier, outside any
+	// transaction).
+	plans bool
 }
+
+// genericPlan makes the statements that follow it in the same implicit
+// transaction (a pipeline up to its Sync) use their prepared statement's
+// generic plan. It is local to that transaction: the connection returns to
+// the pool with PostgreSQL's default (auto), whatever happens.
+const genericPlan = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"
 
 func (q querier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	tag, err := q.q.Exec(ctx, query, args...)
@@ -164,6 +175,24 @@ func (q querier) ExecContext(ctx context.Context, query string, args ...any) (sq
 }
 
 func (q querier) QueryContext(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	if q.plans && sqlstore.GenericPlan(ctx) {
+		// One round trip: the setting and the query in one pipeline,
+		// which PostgreSQL runs as one implicit transaction.
+		b := &pgx.Batch{}
+		b.Queue(genericPlan)
+		b.Queue(query, args...)
+		br := q.q.SendBatch(ctx, b)
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return nil, err
+		}
+		r, err := br.Query()
+		if err != nil {
+			br.Close()
+			return nil, err
+		}
+		return batchRows{rows{r}, br}, nil
+	}
 	r, err := q.q.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -244,7 +273,7 @@ func (t *tx) first(ctx context.Context, query string, args []any) (pgx.BatchResu
 
 func (t *tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if t.begun {
-		return querier{t.conn}.ExecContext(ctx, query, args...)
+		return querier{q: t.conn}.ExecContext(ctx, query, args...)
 	}
 	br, err := t.first(ctx, query, args)
 	if err != nil {
@@ -262,7 +291,7 @@ func (t *tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Re
 
 func (t *tx) QueryContext(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
 	if t.begun {
-		return querier{t.conn}.QueryContext(ctx, query, args...)
+		return querier{q: t.conn}.QueryContext(ctx, query, args...)
 	}
 	br, err := t.first(ctx, query, args)
 	if err != nil {
