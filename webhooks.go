@@ -104,10 +104,14 @@ type WebhookDelivery struct {
 	// ReplayOf is the delivery this one replays; 0 for an original.
 	ReplayOf  int64
 	CreatedAt time.Time
+	// History is every attempt made, oldest first (their At, Status,
+	// Latency, Response and State): WebhookDeliveries fills it.
+	History []WebhookAttempt
 }
 
 // WebhookAttempt is the outcome of one attempt, as the worker reports it
-// (FinishWebhookDelivery).
+// (FinishWebhookDeliveries) and the delivery log shows it
+// (WebhookDelivery.History).
 type WebhookAttempt struct {
 	DeliveryID int64
 	// Owner is the instance that holds the delivery's lease.
@@ -158,17 +162,21 @@ type WebhookStore interface {
 	// instance, whatever order concurrent writes commit in. It returns how
 	// many events it took.
 	FanOutWebhookEvents(ctx context.Context, limit int, fan func([]Webhook, []Event) ([]WebhookDelivery, error)) (int, error)
-	// ClaimWebhookDeliveries leases to owner, until now+lease, at most
-	// limit pending deliveries of enabled endpoints that are due at now and
-	// leased to no one (or whose lease has expired), each the oldest
-	// pending delivery of its record to its endpoint (so that they go in
-	// order), oldest first. Instances claim distinct deliveries.
-	ClaimWebhookDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]WebhookDelivery, error)
-	// FinishWebhookDelivery records an attempt and releases the lease, and
-	// moves the endpoint's FailingSince (cleared by a success, set by the
-	// first failure). It records nothing when the lease is no longer
-	// owner's (it expired and another instance took the delivery).
-	FinishWebhookDelivery(ctx context.Context, a WebhookAttempt) error
+	// ClaimWebhookDeliveries leases to owner, until now+lease, pending
+	// deliveries of enabled endpoints that are due at now and leased to no
+	// one (or whose lease has expired), each the oldest pending delivery
+	// of its record to its endpoint (so that they go in order), oldest
+	// first, at most room(endpoint) of each endpoint, in one transaction
+	// (none when nothing can be claimed). Instances claim distinct
+	// deliveries.
+	ClaimWebhookDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, room func(webhook int64) int) ([]WebhookDelivery, error)
+	// FinishWebhookDeliveries records attempts, in one transaction: each
+	// updates its delivery (state, count, last attempt) and releases its
+	// lease, is kept in the delivery's History, and moves the endpoint's
+	// FailingSince (cleared by a success, set by the first failure). An
+	// attempt whose lease is no longer its Owner's (it expired and another
+	// instance took the delivery) records nothing.
+	FinishWebhookDeliveries(ctx context.Context, attempts []WebhookAttempt) error
 	// ReleaseWebhookDeliveries gives back, unattempted, the deliveries of
 	// ids that owner holds, for any instance to claim again.
 	ReleaseWebhookDeliveries(ctx context.Context, owner string, ids []int64) error
@@ -177,8 +185,8 @@ type WebhookStore interface {
 	// first attempted before cutoff, and returns them.
 	DisableFailingWebhooks(ctx context.Context, cutoff time.Time, reason string) ([]Webhook, error)
 	// PurgeWebhookDeliveries deletes at most limit delivered or
-	// dead-lettered deliveries created before t, oldest first, and returns
-	// how many.
+	// dead-lettered deliveries created before t, oldest first, with their
+	// attempts, and returns how many.
 	PurgeWebhookDeliveries(ctx context.Context, before time.Time, limit int) (int, error)
 }
 

@@ -46,6 +46,15 @@ func deliverySchema() *schema {
 	}
 	props.set("replay_of", nullable(&schema{Type: "integer", Description: "The delivery this one replays."}))
 	props.set("created_at", &schema{Type: "string", Format: "date-time"})
+	attempt := ordered[*schema]{}
+	attempt.set("at", &schema{Type: "string", Format: "date-time", Description: "When the attempt was made."})
+	attempt.set("status", &schema{Type: "integer", Description: "The response status; 0 when none came."})
+	attempt.set("latency_ms", &schema{Type: "integer", Description: "From the request to the response's status (or the failure)."})
+	attempt.set("response", &schema{Type: "string", Description: "The start of the response's body (256 bytes at most), or why none came."})
+	attempt.set("state", &schema{Type: "string", Enum: []any{resourceapi.DeliveryPending, resourceapi.DeliveryDelivered, resourceapi.DeliveryDead},
+		Description: "The delivery's state after the attempt."})
+	props.set("attempt_log", &schema{Type: "array", Description: "Every attempt, oldest first (kept as long as the delivery).",
+		Items: &schema{Type: "object", Properties: attempt, Required: []string{"at", "status", "latency_ms", "response", "state"}}})
 	return &schema{Type: "object", Properties: props}
 }
 
@@ -121,7 +130,7 @@ func (g *docGen) webhookRoute(paths *ordered[*oaPathItem], rt route) {
 		item.Post = op
 	case "GET /webhooks/{id}/deliveries":
 		op := &oaOperation{OperationID: "listWebhookDeliveries", Tags: tags, Summary: "A webhook endpoint's delivery log",
-			Description: "The deliveries to the endpoint, newest first: attempts, the last attempt's status, latency and response, and whether it was delivered or dead-lettered." + admins,
+			Description: "The deliveries to the endpoint, newest first: every attempt (when, status, latency, the start of the response), the last one's also beside it, and whether it was delivered or dead-lettered." + admins,
 			Parameters: []*oaParam{
 				{Name: "limit", In: "query", Description: "At most this many (1 to 1000; default 50).", Schema: &schema{Type: "integer", Minimum: new(int64(1)), Maximum: new(int64(resourceapi.MaxDeliveryPage))}},
 				{Name: "before", In: "query", Description: "Only deliveries whose id is below this one (the next page: the last id of this one).", Schema: idSchema()},

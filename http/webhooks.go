@@ -56,21 +56,31 @@ func showWebhook(w resourceapi.Webhook) webhookJSON {
 
 // deliveryJSON is one entry of the delivery log.
 type deliveryJSON struct {
-	ID             int64   `json:"id"`
-	EventID        int64   `json:"event_id"`
-	Type           string  `json:"type"`
-	MessageID      string  `json:"webhook_id"`
-	State          string  `json:"state"`
-	Attempts       int     `json:"attempts"`
-	Status         *int    `json:"status"`
-	LatencyMS      *int64  `json:"latency_ms"`
-	Response       *string `json:"response"`
-	LastAttemptAt  *string `json:"last_attempt_at"`
-	FirstAttemptAt *string `json:"first_attempt_at"`
-	NextAttemptAt  *string `json:"next_attempt_at"`
-	DeliveredAt    *string `json:"delivered_at"`
-	ReplayOf       *int64  `json:"replay_of"`
-	CreatedAt      string  `json:"created_at"`
+	ID             int64         `json:"id"`
+	EventID        int64         `json:"event_id"`
+	Type           string        `json:"type"`
+	MessageID      string        `json:"webhook_id"`
+	State          string        `json:"state"`
+	Attempts       int           `json:"attempts"`
+	Status         *int          `json:"status"`
+	LatencyMS      *int64        `json:"latency_ms"`
+	Response       *string       `json:"response"`
+	LastAttemptAt  *string       `json:"last_attempt_at"`
+	FirstAttemptAt *string       `json:"first_attempt_at"`
+	NextAttemptAt  *string       `json:"next_attempt_at"`
+	DeliveredAt    *string       `json:"delivered_at"`
+	ReplayOf       *int64        `json:"replay_of"`
+	CreatedAt      string        `json:"created_at"`
+	AttemptLog     []attemptJSON `json:"attempt_log"`
+}
+
+// attemptJSON is one attempt of a delivery.
+type attemptJSON struct {
+	At        string `json:"at"`
+	Status    int    `json:"status"`
+	LatencyMS int64  `json:"latency_ms"`
+	Response  string `json:"response"`
+	State     string `json:"state"`
 }
 
 func showDelivery(d resourceapi.WebhookDelivery) deliveryJSON {
@@ -86,6 +96,10 @@ func showDelivery(d resourceapi.WebhookDelivery) deliveryJSON {
 	}
 	if d.ReplayOf != 0 {
 		out.ReplayOf = &d.ReplayOf
+	}
+	out.AttemptLog = make([]attemptJSON, len(d.History))
+	for i, a := range d.History {
+		out.AttemptLog[i] = attemptJSON{At: *showTime(a.At), Status: a.Status, LatencyMS: a.Latency.Milliseconds(), Response: a.Response, State: a.State}
 	}
 	return out
 }

@@ -1,10 +1,12 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -187,8 +189,12 @@ func (s *Store) UpdateWebhook(ctx context.Context, id int64, change func(*resour
 func (s *Store) DeleteWebhook(ctx context.Context, id int64) error {
 	var n int64
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
-		// The deliveries first: SQLite enforces the cascade only where
-		// foreign keys are on.
+		// The attempts and deliveries first: SQLite enforces the cascade
+		// only where foreign keys are on.
+		if _, err := tx.ExecContext(ctx, "DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM webhook_deliveries WHERE webhook_id = "+
+			s.dialect.Placeholder(1)+")", id); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, "DELETE FROM webhook_deliveries WHERE webhook_id = "+s.dialect.Placeholder(1), id); err != nil {
 			return err
 		}
@@ -255,8 +261,10 @@ func (s *Store) WebhookDeliveries(ctx context.Context, id, before int64, limit i
 		if err != nil {
 			return err
 		}
-		out, err = scanDeliveries(rows)
-		return err
+		if out, err = scanDeliveries(rows); err != nil {
+			return err
+		}
+		return s.attemptHistory(ctx, q, out)
 	})
 	if errors.Is(err, errWebhookNotFound) {
 		return nil, errWebhookNotFound
@@ -265,6 +273,51 @@ func (s *Store) WebhookDeliveries(ctx context.Context, id, before int64, limit i
 		return nil, fmt.Errorf("webhook %d deliveries: %w", id, err)
 	}
 	return out, nil
+}
+
+// WebhookAttemptsKept returns how many attempts the delivery log keeps,
+// all endpoints together: they go with their deliveries (purged after
+// their retention, or with their endpoint), so this stays bounded.
+func (s *Store) WebhookAttemptsKept(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
+		return q.QueryRowContext(ctx, "SELECT COUNT(*) FROM webhook_attempts").Scan(&n)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("webhook attempts kept: %w", err)
+	}
+	return n, nil
+}
+
+// attemptHistory fills the History of deliveries.
+func (s *Store) attemptHistory(ctx context.Context, q Querier, deliveries []resourceapi.WebhookDelivery) error {
+	if len(deliveries) == 0 {
+		return nil
+	}
+	ids := make([]string, len(deliveries))
+	at := make(map[int64]int, len(deliveries))
+	for i, d := range deliveries {
+		ids[i] = strconv.FormatInt(d.ID, 10)
+		at[d.ID] = i
+	}
+	rows, err := q.QueryContext(ctx, "SELECT delivery_id, attempted_at, status, latency_ms, response, state FROM webhook_attempts WHERE delivery_id IN ("+
+		strings.Join(ids, ", ")+") ORDER BY delivery_id, id")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var a resourceapi.WebhookAttempt
+		var latency int64
+		when := value{f: timeField}
+		if err := rows.Scan(&a.DeliveryID, &when, &a.Status, &latency, &a.Response, &a.State); err != nil {
+			return err
+		}
+		a.At, a.Latency = timeOf(when), time.Duration(latency)*time.Millisecond
+		d := &deliveries[at[a.DeliveryID]]
+		d.History = append(d.History, a)
+	}
+	return rows.Err()
 }
 
 // ReplayWebhookDeliveries implements resourceapi.WebhookStore.
@@ -396,100 +449,171 @@ func (s *Store) FanOutWebhookEvents(ctx context.Context, limit int, fan func([]r
 	return n, nil
 }
 
-// ClaimWebhookDeliveries implements resourceapi.WebhookStore. A delivery
-// waits while an earlier one of the same record to the same endpoint is
-// pending (leased, or waiting for its retry), so that a record's events
-// arrive in order.
-func (s *Store) ClaimWebhookDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]resourceapi.WebhookDelivery, error) {
-	// A read first, so that a worker with nothing to do writes nothing.
-	var due bool
-	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
-		var one int
-		err := q.QueryRowContext(ctx, "SELECT 1 FROM webhook_deliveries WHERE state = "+s.dialect.Placeholder(1)+
-			" AND next_attempt_at <= "+s.dialect.Placeholder(2)+" LIMIT 1", resourceapi.DeliveryPending, s.dialect.Value(resourceapi.Timestamp(now))).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
+// claimable is the condition (on webhook_deliveries d) of a delivery that
+// may be claimed at now: pending, due, leased to no one (or its lease
+// expired), of an enabled endpoint, and the oldest pending delivery of its
+// record to its endpoint (so that a record's deliveries go in order).
+// Placeholders are positional on SQLite: every value is bound where it is
+// used.
+func (s *Store) claimable(q *Query, now time.Time) string {
+	return "d.state = " + q.Arg(resourceapi.DeliveryPending) +
+		" AND d.next_attempt_at <= " + q.Arg(now) + " AND (d.lease_until IS NULL OR d.lease_until < " + q.Arg(now) + ")" +
+		" AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND w.enabled = " + s.dialect.Bool(true) + ")" +
+		" AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.webhook_id = d.webhook_id AND e.record_key = d.record_key" +
+		" AND e.state = " + q.Arg(resourceapi.DeliveryPending) + " AND e.id < d.id)"
+}
+
+// ClaimWebhookDeliveries implements resourceapi.WebhookStore: a read
+// first (which endpoints have a delivery to claim), so that a worker with
+// nothing to do, or no room, writes nothing; then one transaction that
+// leases each endpoint's share.
+func (s *Store) ClaimWebhookDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, room func(int64) int) ([]resourceapi.WebhookDelivery, error) {
+	now = resourceapi.Timestamp(now)
+	type share struct{ hook, n int64 }
+	var shares []share
+	err := s.reader.Read(ctx, func(ctx context.Context, tx Querier) error {
+		q := s.newQuery()
+		q.WriteString("SELECT w.id FROM webhooks w WHERE w.enabled = " + s.dialect.Bool(true) +
+			" AND EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.webhook_id = w.id AND " + s.claimable(q, now) + ") ORDER BY w.id")
+		rows, err := tx.QueryContext(ctx, q.String(), q.args...)
+		if err != nil {
+			return err
 		}
-		due = err == nil
-		return err
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			if n := room(id); n > 0 {
+				shares = append(shares, share{id, int64(n)})
+			}
+		}
+		return rows.Err()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
 	}
-	if !due {
+	if len(shares) == 0 {
 		return nil, nil
 	}
 	var out []resourceapi.WebhookDelivery
 	err = s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		out = nil
-		now := resourceapi.Timestamp(now)
-		// Placeholders are positional on SQLite: every value is bound
-		// where it is used.
-		q := s.newQuery()
-		q.WriteString("UPDATE webhook_deliveries SET lease_owner = " + q.Arg(owner) + ", lease_until = " + q.Arg(now.Add(lease)) +
-			" WHERE id IN (SELECT d.id FROM webhook_deliveries d WHERE d.state = " + q.Arg(resourceapi.DeliveryPending) +
-			" AND d.next_attempt_at <= " + q.Arg(now) + " AND (d.lease_until IS NULL OR d.lease_until < " + q.Arg(now) + ")" +
-			" AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND w.enabled = " + s.dialect.Bool(true) + ")" +
-			" AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.webhook_id = d.webhook_id AND e.record_key = d.record_key" +
-			" AND e.state = " + q.Arg(resourceapi.DeliveryPending) + " AND e.id < d.id)" +
-			" ORDER BY d.id LIMIT " + q.Arg(int64(limit)) + s.dialect.SkipLocked() + ") RETURNING " + deliveryColumns)
-		rows, err := tx.QueryContext(ctx, q.String(), q.args...)
-		if err != nil {
-			return err
+		for _, sh := range shares {
+			q := s.newQuery()
+			q.WriteString("UPDATE webhook_deliveries SET lease_owner = " + q.Arg(owner) + ", lease_until = " + q.Arg(now.Add(lease)) +
+				" WHERE id IN (SELECT d.id FROM webhook_deliveries d WHERE d.webhook_id = " + q.Arg(sh.hook) + " AND " + s.claimable(q, now) +
+				" ORDER BY d.id LIMIT " + q.Arg(sh.n) + s.dialect.SkipLocked() + ") RETURNING " + deliveryColumns)
+			rows, err := tx.QueryContext(ctx, q.String(), q.args...)
+			if err != nil {
+				return err
+			}
+			got, err := scanDeliveries(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, got...)
 		}
-		out, err = scanDeliveries(rows)
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
 	}
 	// RETURNING gives no order.
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j].ID < out[j-1].ID; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	slices.SortFunc(out, func(a, b resourceapi.WebhookDelivery) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
 }
 
-// FinishWebhookDelivery implements resourceapi.WebhookStore.
-func (s *Store) FinishWebhookDelivery(ctx context.Context, a resourceapi.WebhookAttempt) error {
+// FinishWebhookDeliveries implements resourceapi.WebhookStore.
+func (s *Store) FinishWebhookDeliveries(ctx context.Context, attempts []resourceapi.WebhookAttempt) error {
+	if len(attempts) == 0 {
+		return nil
+	}
+	attempts = slices.Clone(attempts)
+	slices.SortStableFunc(attempts, func(a, b resourceapi.WebhookAttempt) int { return a.At.Compare(b.At) })
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
-		at := resourceapi.Timestamp(a.At)
-		q := s.newQuery()
-		delivered := any(nil)
-		if a.State == resourceapi.DeliveryDelivered {
-			delivered = at
+		// failing: what the batch does to each endpoint's FailingSince, in
+		// the order of the attempts: cleared by a success, set by the
+		// first failure after it (or by the first, when none succeeded
+		// and it is not set yet).
+		type failing struct {
+			succeeded bool
+			since     time.Time
 		}
-		next := a.Next
-		if next.IsZero() {
-			next = at
+		hooks := map[int64]*failing{}
+		var order []int64
+		log := s.newQuery()
+		log.WriteString("INSERT INTO webhook_attempts (delivery_id, attempted_at, status, latency_ms, response, state) VALUES ")
+		logged := 0
+		for _, a := range attempts {
+			at := resourceapi.Timestamp(a.At)
+			q := s.newQuery()
+			delivered := any(nil)
+			if a.State == resourceapi.DeliveryDelivered {
+				delivered = at
+			}
+			next := a.Next
+			if next.IsZero() {
+				next = at
+			}
+			q.WriteString("UPDATE webhook_deliveries SET state = " + q.Arg(a.State) + ", attempts = attempts + 1, last_status = " + q.Arg(int64(a.Status)) +
+				", last_latency_ms = " + q.Arg(a.Latency.Milliseconds()) + ", last_response = " + q.Arg(a.Response) +
+				", last_attempt_at = " + q.Arg(at) + ", first_attempt_at = COALESCE(first_attempt_at, " + q.Arg(at) + ")" +
+				", next_attempt_at = " + q.Arg(resourceapi.Timestamp(next)) + ", delivered_at = " + q.Arg(delivered) +
+				", lease_owner = '', lease_until = NULL WHERE id = " + q.Arg(a.DeliveryID) + " AND lease_owner = " + q.Arg(a.Owner) +
+				" RETURNING webhook_id")
+			var hook int64
+			err := tx.QueryRowContext(ctx, q.String(), q.args...).Scan(&hook)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue // the lease expired and another instance took it
+			}
+			if err != nil {
+				return err
+			}
+			if logged > 0 {
+				log.WriteString(", ")
+			}
+			logged++
+			log.WriteString("(" + join([]string{log.Arg(a.DeliveryID), log.Arg(at), log.Arg(int64(a.Status)), log.Arg(a.Latency.Milliseconds()),
+				log.Arg(a.Response), log.Arg(a.State)}) + ")")
+			f := hooks[hook]
+			if f == nil {
+				f = &failing{}
+				hooks[hook] = f
+				order = append(order, hook)
+			}
+			switch {
+			case a.State == resourceapi.DeliveryDelivered:
+				f.succeeded, f.since = true, time.Time{}
+			case f.since.IsZero():
+				f.since = at
+			}
 		}
-		q.WriteString("UPDATE webhook_deliveries SET state = " + q.Arg(a.State) + ", attempts = attempts + 1, last_status = " + q.Arg(int64(a.Status)) +
-			", last_latency_ms = " + q.Arg(a.Latency.Milliseconds()) + ", last_response = " + q.Arg(a.Response) +
-			", last_attempt_at = " + q.Arg(at) + ", first_attempt_at = COALESCE(first_attempt_at, " + q.Arg(at) + ")" +
-			", next_attempt_at = " + q.Arg(resourceapi.Timestamp(next)) + ", delivered_at = " + q.Arg(delivered) +
-			", lease_owner = '', lease_until = NULL WHERE id = " + q.Arg(a.DeliveryID) + " AND lease_owner = " + q.Arg(a.Owner) +
-			" RETURNING webhook_id")
-		var hook int64
-		err := tx.QueryRowContext(ctx, q.String(), q.args...).Scan(&hook)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil // the lease expired and another instance took it
+		if logged > 0 {
+			if _, err := tx.ExecContext(ctx, log.String(), log.args...); err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return err
+		for _, hook := range order {
+			f := hooks[hook]
+			q := s.newQuery()
+			switch {
+			case f.since.IsZero():
+				q.WriteString("UPDATE webhooks SET failing_since = NULL WHERE failing_since IS NOT NULL AND id = " + q.Arg(hook))
+			case f.succeeded:
+				q.WriteString("UPDATE webhooks SET failing_since = " + q.Arg(f.since) + " WHERE id = " + q.Arg(hook))
+			default:
+				q.WriteString("UPDATE webhooks SET failing_since = " + q.Arg(f.since) + " WHERE failing_since IS NULL AND id = " + q.Arg(hook))
+			}
+			if _, err := tx.ExecContext(ctx, q.String(), q.args...); err != nil {
+				return err
+			}
 		}
-		q = s.newQuery()
-		if a.State == resourceapi.DeliveryDelivered {
-			q.WriteString("UPDATE webhooks SET failing_since = NULL WHERE failing_since IS NOT NULL AND id = " + q.Arg(hook))
-		} else {
-			q.WriteString("UPDATE webhooks SET failing_since = " + q.Arg(at) + " WHERE failing_since IS NULL AND id = " + q.Arg(hook))
-		}
-		_, err = tx.ExecContext(ctx, q.String(), q.args...)
-		return err
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("finish webhook delivery %d: %w", a.DeliveryID, err)
+		return fmt.Errorf("finish %d webhook deliveries: %w", len(attempts), err)
 	}
 	return nil
 }
@@ -560,20 +684,43 @@ func (s *Store) DisableFailingWebhooks(ctx context.Context, cutoff time.Time, re
 
 // PurgeWebhookDeliveries implements resourceapi.WebhookStore.
 func (s *Store) PurgeWebhookDeliveries(ctx context.Context, before time.Time, limit int) (int, error) {
-	var n int64
+	var n int
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
+		n = 0
 		q := s.newQuery()
-		q.WriteString("DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE state <> " + q.Arg(resourceapi.DeliveryPending) +
-			" AND created_at < " + q.Arg(resourceapi.Timestamp(before)) + " ORDER BY id LIMIT " + q.Arg(int64(limit)) + s.dialect.SkipLocked() + ")")
-		res, err := tx.ExecContext(ctx, q.String(), q.args...)
+		q.WriteString("SELECT id FROM webhook_deliveries WHERE state <> " + q.Arg(resourceapi.DeliveryPending) +
+			" AND created_at < " + q.Arg(resourceapi.Timestamp(before)) + " ORDER BY id LIMIT " + q.Arg(int64(limit)) + s.dialect.SkipLocked())
+		rows, err := tx.QueryContext(ctx, q.String(), q.args...)
 		if err != nil {
 			return err
 		}
-		n, err = res.RowsAffected()
-		return err
+		var ids []string
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, strconv.FormatInt(id, 10))
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil || len(ids) == 0 {
+			return err
+		}
+		// The attempts first: SQLite enforces the cascade only where
+		// foreign keys are on.
+		list := strings.Join(ids, ", ")
+		if _, err := tx.ExecContext(ctx, "DELETE FROM webhook_attempts WHERE delivery_id IN ("+list+")"); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM webhook_deliveries WHERE id IN ("+list+")"); err != nil {
+			return err
+		}
+		n = len(ids)
+		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("purge webhook deliveries: %w", err)
 	}
-	return int(n), nil
+	return n, nil
 }

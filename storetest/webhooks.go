@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -151,8 +152,8 @@ func testWebhooks(t *testing.T, open opener) {
 			t.Fatalf("another owner claimed %v while they are leased", deliveryIDs(again))
 		}
 		// An attempt by one who does not hold the lease records nothing.
-		if err := ws.FinishWebhookDelivery(timeout(t), resourceapi.WebhookAttempt{DeliveryID: annCreate.ID, Owner: "two", At: now,
-			Status: 200, State: resourceapi.DeliveryDelivered}); err != nil {
+		if err := ws.FinishWebhookDeliveries(timeout(t), []resourceapi.WebhookAttempt{{DeliveryID: annCreate.ID, Owner: "two", At: now,
+			Status: 200, State: resourceapi.DeliveryDelivered}}); err != nil {
 			t.Fatal(err)
 		}
 		if d := mustDelivery(t, ws, on.ID, annCreate.ID); d.State != resourceapi.DeliveryPending || d.Attempts != 0 {
@@ -243,6 +244,106 @@ func testWebhooks(t *testing.T, open opener) {
 			t.Fatalf("claimed %v of a deleted endpoint", deliveryIDs(c))
 		}
 	})
+
+	t.Run("Attempts", func(t *testing.T) {
+		s, ws := hooks(t)
+		a := mustWebhook(t, ws, "https://a.example/hook", true, "*")
+		b := mustWebhook(t, ws, "https://b.example/hook", true, "*")
+		mustCreate(t, s, user("Cy", "cy@example.com"))
+		mustCreate(t, s, user("Di", "di@example.com"))
+		fan := func(hooks []resourceapi.Webhook, events []resourceapi.Event) ([]resourceapi.WebhookDelivery, error) {
+			var out []resourceapi.WebhookDelivery
+			for _, h := range hooks {
+				for _, ev := range events {
+					out = append(out, resourceapi.WebhookDelivery{WebhookID: h.ID, EventID: ev.ID, EventType: ev.Name,
+						MessageID: fmt.Sprintf("evt_%d", ev.ID), RecordKey: fmt.Sprintf("%s/%d", ev.Resource, ev.Record.ID()), Body: []byte(`{}`)})
+				}
+			}
+			return out, nil
+		}
+		if n, err := ws.FanOutWebhookEvents(timeout(t), 100, fan); err != nil || n != 2 {
+			t.Fatalf("FanOutWebhookEvents = %d, %v; want 2", n, err)
+		}
+		la, lb := mustDeliveries(t, ws, a.ID, 0, 10), mustDeliveries(t, ws, b.ID, 0, 10)
+		if len(la) != 2 || len(lb) != 2 || len(la[0].History) != 0 {
+			t.Fatalf("deliveries: a %+v, b %+v; want 2 each, unattempted", la, lb)
+		}
+		aCy, aDi, bCy, bDi := la[1], la[0], lb[1], lb[0]
+
+		// Each endpoint's share: one of a's, two of b's, in one claim.
+		now := aDi.CreatedAt.Add(time.Second)
+		room := map[int64]int{a.ID: 1, b.ID: 2}
+		claimed, err := ws.ClaimWebhookDeliveries(timeout(t), "one", now, time.Minute, func(id int64) int { return room[id] })
+		if ids := deliveryIDs(claimed); err != nil || !slices.Equal(ids, []int64{aCy.ID, bCy.ID, bDi.ID}) {
+			t.Fatalf("claimed %v, %v; want %v (a's share: 1, b's: 2)", ids, err, []int64{aCy.ID, bCy.ID, bDi.ID})
+		}
+
+		// One batch: a's Cy fails; b's Cy succeeds, then its Di fails; an
+		// attempt of a delivery the owner does not hold is not kept.
+		mustFinish(t, ws,
+			resourceapi.WebhookAttempt{DeliveryID: bDi.ID, Owner: "one", At: now.Add(time.Millisecond), Status: 502, Latency: 7 * time.Millisecond,
+				Response: "bad gateway", State: resourceapi.DeliveryPending, Next: now.Add(time.Hour)},
+			resourceapi.WebhookAttempt{DeliveryID: aCy.ID, Owner: "one", At: now, Status: 500, Latency: 3 * time.Millisecond, Response: "boom",
+				State: resourceapi.DeliveryPending, Next: now.Add(5 * time.Second)},
+			resourceapi.WebhookAttempt{DeliveryID: bCy.ID, Owner: "one", At: now, Status: 204, Latency: time.Millisecond, State: resourceapi.DeliveryDelivered},
+			resourceapi.WebhookAttempt{DeliveryID: aDi.ID, Owner: "one", At: now, Status: 204, State: resourceapi.DeliveryDelivered})
+		if d := mustDelivery(t, ws, a.ID, aDi.ID); d.Attempts != 0 || len(d.History) != 0 || d.State != resourceapi.DeliveryPending {
+			t.Fatalf("a's Di, not held: %+v; want untouched", d)
+		}
+		d := mustDelivery(t, ws, a.ID, aCy.ID)
+		want := resourceapi.WebhookAttempt{DeliveryID: aCy.ID, At: resourceapi.Timestamp(now), Status: 500, Latency: 3 * time.Millisecond,
+			Response: "boom", State: resourceapi.DeliveryPending}
+		if d.Attempts != 1 || len(d.History) != 1 || !sameAttempt(d.History[0], want) {
+			t.Fatalf("a's Cy: %d attempts, history %+v; want [%+v]", d.Attempts, d.History, want)
+		}
+		if w, _ := ws.Webhook(timeout(t), a.ID); !w.FailingSince.Equal(resourceapi.Timestamp(now)) {
+			t.Fatalf("a failing since %v, want %v", w.FailingSince, now)
+		}
+		if w, _ := ws.Webhook(timeout(t), b.ID); !w.FailingSince.Equal(resourceapi.Timestamp(now.Add(time.Millisecond))) {
+			t.Fatalf("b failing since %v, want %v (its failure after its success)", w.FailingSince, now.Add(time.Millisecond))
+		}
+		checkAttemptsKept(t, ws, 3)
+
+		// a's Cy succeeds at its retry, with a's Di: both kept, in order.
+		later := now.Add(10 * time.Second)
+		if ids := deliveryIDs(mustClaim(t, ws, "one", later, time.Minute, 10)); !slices.Equal(ids, []int64{aCy.ID, aDi.ID}) {
+			t.Fatalf("claimed %v, want a's Cy and Di (b's Di waits an hour)", ids)
+		}
+		mustFinish(t, ws,
+			resourceapi.WebhookAttempt{DeliveryID: aCy.ID, Owner: "one", At: later, Status: 200, Latency: 2 * time.Millisecond, Response: "ok",
+				State: resourceapi.DeliveryDelivered},
+			resourceapi.WebhookAttempt{DeliveryID: aDi.ID, Owner: "one", At: later, Status: 200, State: resourceapi.DeliveryDelivered})
+		d = mustDelivery(t, ws, a.ID, aCy.ID)
+		second := resourceapi.WebhookAttempt{DeliveryID: aCy.ID, At: resourceapi.Timestamp(later), Status: 200, Latency: 2 * time.Millisecond,
+			Response: "ok", State: resourceapi.DeliveryDelivered}
+		if d.Attempts != 2 || len(d.History) != 2 || !sameAttempt(d.History[0], want) || !sameAttempt(d.History[1], second) {
+			t.Fatalf("a's Cy: %d attempts, history %+v; want [%+v %+v]", d.Attempts, d.History, want, second)
+		}
+		if w, _ := ws.Webhook(timeout(t), a.ID); !w.FailingSince.IsZero() {
+			t.Fatalf("a failing since %v after its success, want never", w.FailingSince)
+		}
+		checkAttemptsKept(t, ws, 5)
+
+		// Purged with their deliveries: b's Di, pending, keeps its one.
+		if n, err := ws.PurgeWebhookDeliveries(timeout(t), later.Add(time.Hour), 100); err != nil || n != 3 {
+			t.Fatalf("PurgeWebhookDeliveries = %d, %v; want 3", n, err)
+		}
+		if d := mustDelivery(t, ws, b.ID, bDi.ID); len(d.History) != 1 || d.History[0].Status != 502 || d.History[0].Response != "bad gateway" {
+			t.Fatalf("b's Di after the purge: history %+v", d.History)
+		}
+		checkAttemptsKept(t, ws, 1)
+		// And with their endpoint.
+		if err := ws.DeleteWebhook(timeout(t), b.ID); err != nil {
+			t.Fatal(err)
+		}
+		checkAttemptsKept(t, ws, 0)
+	})
+}
+
+// sameAttempt compares the attempts as the log keeps them.
+func sameAttempt(got, want resourceapi.WebhookAttempt) bool {
+	return got.DeliveryID == want.DeliveryID && got.At.Equal(want.At) && got.Status == want.Status && got.Latency == want.Latency &&
+		got.Response == want.Response && got.State == want.State
 }
 
 func mustWebhook(tb testing.TB, ws resourceapi.WebhookStore, url string, enabled bool, types ...string) resourceapi.Webhook {
@@ -277,17 +378,35 @@ func mustDelivery(tb testing.TB, ws resourceapi.WebhookStore, hook, id int64) re
 
 func mustClaim(tb testing.TB, ws resourceapi.WebhookStore, owner string, now time.Time, lease time.Duration, limit int) []resourceapi.WebhookDelivery {
 	tb.Helper()
-	out, err := ws.ClaimWebhookDeliveries(timeout(tb), owner, now, lease, limit)
+	out, err := ws.ClaimWebhookDeliveries(timeout(tb), owner, now, lease, func(int64) int { return limit })
 	if err != nil {
 		tb.Fatalf("ClaimWebhookDeliveries: %v", err)
 	}
 	return out
 }
 
-func mustFinish(tb testing.TB, ws resourceapi.WebhookStore, a resourceapi.WebhookAttempt) {
+func mustFinish(tb testing.TB, ws resourceapi.WebhookStore, a ...resourceapi.WebhookAttempt) {
 	tb.Helper()
-	if err := ws.FinishWebhookDelivery(timeout(tb), a); err != nil {
-		tb.Fatalf("FinishWebhookDelivery: %v", err)
+	if err := ws.FinishWebhookDeliveries(timeout(tb), a); err != nil {
+		tb.Fatalf("FinishWebhookDeliveries: %v", err)
+	}
+}
+
+// attemptsKept is a store that says how many attempts its delivery log
+// keeps (sqlstore.Store): the attempts of purged deliveries must go.
+type attemptsKept interface {
+	WebhookAttemptsKept(ctx context.Context) (int64, error)
+}
+
+// checkAttemptsKept checks that ws keeps want attempts, when it says.
+func checkAttemptsKept(tb testing.TB, ws resourceapi.WebhookStore, want int64) {
+	tb.Helper()
+	k, ok := ws.(attemptsKept)
+	if !ok {
+		return
+	}
+	if n, err := k.WebhookAttemptsKept(timeout(tb)); err != nil || n != want {
+		tb.Fatalf("WebhookAttemptsKept = %d, %v; want %d", n, err, want)
 	}
 }
 

@@ -32,8 +32,12 @@ const (
 )
 
 // maxInFlight bounds the attempts a worker makes at once, all endpoints
-// together.
-const maxInFlight = 64
+// together; maxHeld the deliveries it holds leases on (claimed, under way
+// or not yet recorded).
+const (
+	maxInFlight = 64
+	maxHeld     = 512
+)
 
 // Worker delivers the events of the outbox to the webhook endpoints, on
 // every instance: it fans each committed event out once into a delivery per
@@ -44,6 +48,12 @@ const maxInFlight = 64
 // Backoff.Period, and disabling endpoints that fail for longer. It works
 // beside the requests, never on their path: a write only commits its
 // event.
+//
+// Its own writes are few, because on SQLite they share the one writer with
+// the requests': one transaction claims a share of every endpoint's due
+// deliveries (Queue each), which it then sends Concurrency at a time, and
+// one transaction records the attempts that ended within FinishSettle of
+// each other (their outcome, and each attempt kept in the delivery log).
 type Worker struct {
 	Store   resourceapi.WebhookStore
 	Service *resourceapi.Service
@@ -53,11 +63,18 @@ type Worker struct {
 	// at the next poll.
 	Events resourceapi.Events
 	// Owner names this instance in leases; default: random.
-	Owner       string
-	Backoff     Backoff
-	Lease       time.Duration
+	Owner   string
+	Backoff Backoff
+	Lease   time.Duration
+	// Concurrency bounds the attempts under way to one endpoint from this
+	// instance.
 	Concurrency int
-	Poll        time.Duration
+	// Queue is how many deliveries of one endpoint the worker claims ahead
+	// (sent Concurrency at a time); default 4 × Concurrency. One that
+	// waits so long in the queue that its lease could expire before its
+	// attempt ends is given back unattempted.
+	Queue int
+	Poll  time.Duration
 	// Batch is how many events one fan-out takes; default 200.
 	Batch  int
 	Logger *slog.Logger
@@ -67,13 +84,36 @@ type Worker struct {
 	// worker's transactions share the one writer with the requests');
 	// default 50 ms.
 	Settle time.Duration
+	// FinishSettle is how long the worker waits, once an attempt has
+	// ended, for others to end before recording them all in one
+	// transaction; default 20 ms.
+	FinishSettle time.Duration
 	// HousekeepingEvery is how often the worker disables failing endpoints
 	// and purges the delivery log; default a minute.
 	HousekeepingEvery time.Duration
 
 	mu       sync.Mutex
-	inflight map[int64]int // attempts under way, by endpoint
-	total    int
+	queued   map[int64][]claimed // claimed, not yet attempted, by endpoint
+	inflight map[int64]int       // attempts under way, by endpoint
+	held     map[int64]int       // leases held (queued, under way, not yet recorded), by endpoint
+	total    int                 // attempts under way
+	allHeld  int
+	results  chan outcome
+	freed    func()
+}
+
+// claimed is a delivery the worker holds a lease on, and when it claimed
+// it.
+type claimed struct {
+	d  resourceapi.WebhookDelivery
+	at time.Time
+}
+
+// outcome is what the recorder writes of a delivery held: an attempt, or
+// (attempt nil) the delivery given back unattempted.
+type outcome struct {
+	hook, id int64
+	attempt  *resourceapi.WebhookAttempt
 }
 
 func (w *Worker) defaults() {
@@ -88,6 +128,12 @@ func (w *Worker) defaults() {
 	}
 	if w.Concurrency <= 0 {
 		w.Concurrency = DefaultConcurrency
+	}
+	if w.Queue < w.Concurrency {
+		w.Queue = 4 * w.Concurrency
+	}
+	if w.FinishSettle <= 0 {
+		w.FinishSettle = 20 * time.Millisecond
 	}
 	if w.Poll <= 0 {
 		w.Poll = DefaultPoll
@@ -104,7 +150,8 @@ func (w *Worker) defaults() {
 	if w.Logger == nil {
 		w.Logger = slog.New(slog.DiscardHandler)
 	}
-	w.inflight = map[int64]int{}
+	w.queued, w.inflight, w.held = map[int64][]claimed{}, map[int64]int{}, map[int64]int{}
+	w.results = make(chan outcome, maxHeld)
 }
 
 // Run delivers until ctx ends, then waits for the attempts under way (each
@@ -124,8 +171,25 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.Events != nil {
 		_ = w.Events.Listen(ctx, resourceapi.AllEvents, func(resourceapi.Event) bool { signal(wake); return true }, func() {})
 	}
+	w.freed = func() { signal(freed) }
+	recorded := make(chan struct{})
+	go func() { defer close(recorded); w.record(ctx) }()
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() {
+		// The attempts under way end (each bounded by the client's
+		// timeout), what is queued is given back, and all is recorded.
+		wg.Wait()
+		w.mu.Lock()
+		for hook, q := range w.queued {
+			for _, c := range q {
+				w.results <- outcome{hook: hook, id: c.d.ID}
+			}
+		}
+		clear(w.queued)
+		w.mu.Unlock()
+		close(w.results)
+		<-recorded
+	}()
 	var lastHousekeeping time.Time
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -158,8 +222,8 @@ func (w *Worker) Run(ctx context.Context) error {
 			lastHousekeeping = time.Now()
 			w.housekeeping(ctx)
 		}
-		for w.claim(ctx, &wg, func() { signal(freed) }) {
-		}
+		w.claim(ctx)
+		w.dispatch(ctx, &wg)
 		timer.Reset(w.Poll)
 	}
 }
@@ -214,70 +278,163 @@ func (w *Worker) housekeeping(ctx context.Context) {
 	}
 }
 
-// claim leases what this instance can attempt now, at most Concurrency at
-// a time (an endpoint's share), starts the attempts, and reports whether
-// to claim again (it took all it asked for, and room is left).
-func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup, nudge func()) bool {
+// claim leases, in one transaction, what this instance has room for: up
+// to Queue of each endpoint (less what it holds), maxHeld in all.
+func (w *Worker) claim(ctx context.Context) {
 	w.mu.Lock()
-	free := min(maxInFlight-w.total, w.Concurrency)
+	room := maxHeld - w.allHeld
 	w.mu.Unlock()
-	if free <= 0 {
-		return false
+	if room <= 0 {
+		return
 	}
-	claimed, err := w.Store.ClaimWebhookDeliveries(ctx, w.Owner, time.Now(), w.Lease, free)
+	got, err := w.Store.ClaimWebhookDeliveries(ctx, w.Owner, time.Now(), w.Lease, func(hook int64) int {
+		w.mu.Lock()
+		n := min(w.Queue-w.held[hook], room)
+		w.mu.Unlock()
+		room -= max(n, 0)
+		return n
+	})
 	if err != nil {
 		if ctx.Err() == nil {
 			w.Logger.Error("webhooks: claim deliveries", "error", err)
 		}
-		return false
+		return
 	}
-	var back []int64
+	now := time.Now()
 	w.mu.Lock()
-	for _, d := range claimed {
-		if w.inflight[d.WebhookID] >= w.Concurrency {
-			back = append(back, d.ID) // the endpoint has all it may take
-			continue
-		}
-		w.inflight[d.WebhookID]++
-		w.total++
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.attempt(ctx, d)
-			w.mu.Lock()
-			w.inflight[d.WebhookID]--
-			if w.inflight[d.WebhookID] == 0 {
-				delete(w.inflight, d.WebhookID)
-			}
-			w.total--
-			w.mu.Unlock()
-			nudge() // the record's next delivery may go now
-		}()
+	for _, d := range got {
+		w.queued[d.WebhookID] = append(w.queued[d.WebhookID], claimed{d: d, at: now})
+		w.held[d.WebhookID]++
+		w.allHeld++
 	}
 	w.mu.Unlock()
-	if err := w.Store.ReleaseWebhookDeliveries(ctx, w.Owner, back); err != nil && ctx.Err() == nil {
-		w.Logger.Error("webhooks: release deliveries", "error", err)
-	}
-	return len(claimed) == free && len(back) == 0
 }
 
-// attempt sends d once and records the outcome.
-func (w *Worker) attempt(ctx context.Context, d resourceapi.WebhookDelivery) {
+// attemptBound is how long an attempt may take: the client's timeout.
+func (w *Worker) attemptBound() time.Duration {
+	if w.Client != nil && w.Client.Timeout > 0 {
+		return w.Client.Timeout
+	}
+	return DefaultTimeout
+}
+
+// dispatch starts the queued attempts that may go now: at most Concurrency
+// to an endpoint, maxInFlight in all. A delivery claimed so long ago that
+// its lease could expire before its attempt ends is given back.
+func (w *Worker) dispatch(ctx context.Context, wg *sync.WaitGroup) {
+	if ctx.Err() != nil {
+		return
+	}
+	fresh := w.Lease - w.attemptBound()
+	if fresh <= 0 {
+		fresh = w.Lease / 2
+	}
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for hook, q := range w.queued {
+		for len(q) > 0 && w.inflight[hook] < w.Concurrency && w.total < maxInFlight {
+			c := q[0]
+			q = q[1:]
+			if now.Sub(c.at) > fresh {
+				w.results <- outcome{hook: hook, id: c.d.ID}
+				continue
+			}
+			w.inflight[hook]++
+			w.total++
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				w.results <- w.attempt(ctx, c.d)
+				w.mu.Lock()
+				if w.inflight[hook]--; w.inflight[hook] == 0 {
+					delete(w.inflight, hook)
+				}
+				w.total--
+				w.mu.Unlock()
+				w.dispatch(ctx, wg) // the next of the queue may go now
+			}()
+		}
+		if len(q) == 0 {
+			delete(w.queued, hook)
+		} else {
+			w.queued[hook] = q
+		}
+	}
+}
+
+// record writes the outcomes of the attempts, those that end within
+// FinishSettle of each other in one transaction, and gives back the
+// deliveries not attempted, until results is closed; then, once room is
+// made, wakes the worker to claim again (a record's next delivery may go
+// now).
+func (w *Worker) record(ctx context.Context) {
 	// What is recorded is recorded even as the server stops.
-	record, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
+	store := context.WithoutCancel(ctx)
+	for {
+		first, ok := <-w.results
+		if !ok {
+			return
+		}
+		batch := []outcome{first}
+		settle := time.NewTimer(w.FinishSettle)
+	collect:
+		for len(batch) < maxHeld {
+			select {
+			case o, ok := <-w.results:
+				if !ok {
+					break collect
+				}
+				batch = append(batch, o)
+			case <-settle.C:
+				break collect
+			}
+		}
+		settle.Stop()
+		var attempts []resourceapi.WebhookAttempt
+		var back []int64
+		for _, o := range batch {
+			if o.attempt != nil {
+				attempts = append(attempts, *o.attempt)
+			} else {
+				back = append(back, o.id)
+			}
+		}
+		rec, cancel := context.WithTimeout(store, 10*time.Second)
+		if err := w.Store.FinishWebhookDeliveries(rec, attempts); err != nil {
+			w.Logger.Error("webhooks: record attempts", "attempts", len(attempts), "error", err)
+		}
+		if err := w.Store.ReleaseWebhookDeliveries(rec, w.Owner, back); err != nil {
+			w.Logger.Error("webhooks: release deliveries", "error", err)
+		}
+		cancel()
+		w.mu.Lock()
+		for _, o := range batch {
+			if w.held[o.hook]--; w.held[o.hook] <= 0 {
+				delete(w.held, o.hook)
+			}
+			w.allHeld--
+		}
+		w.mu.Unlock()
+		w.freed()
+	}
+}
+
+// attempt sends d once and returns what to record: the attempt, or
+// nothing (give d back) when the endpoint could not be read or the worker
+// stopped during the attempt.
+func (w *Worker) attempt(ctx context.Context, d resourceapi.WebhookDelivery) outcome {
+	back := outcome{hook: d.WebhookID, id: d.ID}
 	hook, err := w.Store.Webhook(ctx, d.WebhookID)
 	if err != nil {
-		_ = w.Store.ReleaseWebhookDeliveries(record, w.Owner, []int64{d.ID})
-		return
+		return back
 	}
 	now := time.Now()
 	a := Send(ctx, w.Client, hook.URL, hook.Secrets(now), Message{ID: d.MessageID, Body: d.Body}, now)
 	if ctx.Err() != nil && !a.OK() {
 		// Stopped, not failed: another instance (or this one, restarted)
 		// attempts it again.
-		_ = w.Store.ReleaseWebhookDeliveries(record, w.Owner, []int64{d.ID})
-		return
+		return back
 	}
 	out := resourceapi.WebhookAttempt{DeliveryID: d.ID, Owner: w.Owner, At: now, Status: a.Status, Latency: a.Latency, Response: a.Snippet}
 	first := d.FirstAttemptAt
@@ -293,7 +450,6 @@ func (w *Worker) attempt(ctx context.Context, d resourceapi.WebhookDelivery) {
 	default:
 		out.State, out.Next = resourceapi.DeliveryPending, now.Add(wait)
 	}
-	if err := w.Store.FinishWebhookDelivery(record, out); err != nil {
-		w.Logger.Error("webhooks: record an attempt", "delivery", d.ID, "error", err)
-	}
+	back.attempt = &out
+	return back
 }

@@ -198,6 +198,21 @@ func TestWorkerDelivers(t *testing.T) {
 		if d.LastStatus != 204 || d.DeliveredAt.IsZero() || !strings.HasPrefix(d.MessageID, "evt_") {
 			t.Errorf("delivery %+v", d)
 		}
+		// The log keeps every attempt: the refusals, then the success.
+		if len(d.History) != d.Attempts {
+			t.Fatalf("delivery %d: %d attempts, %d in its history: %+v", d.ID, d.Attempts, len(d.History), d.History)
+		}
+		for i, a := range d.History {
+			last := i == len(d.History)-1
+			want, state := 500, resourceapi.DeliveryPending
+			if last {
+				want, state = 204, resourceapi.DeliveryDelivered
+			}
+			if a.Status != want || a.State != state || a.At.IsZero() || a.Latency < 0 || (i > 0 && a.At.Before(d.History[i-1].At)) ||
+				(!last && a.Response != "not now\n") {
+				t.Errorf("delivery %d, attempt %d of %d: %+v; want status %d, state %s", d.ID, i+1, len(d.History), a, want, state)
+			}
+		}
 	}
 	if total != 5 {
 		t.Fatalf("the log counts %d attempts, want 5", total)

@@ -171,6 +171,7 @@ the start of its response. --json writes a JSON array for scripts.`,
 	setup: func(fs *flag.FlagSet) action {
 		limit := fs.Int("limit", 20, "at most this many `deliveries` (1 to 1000)")
 		asJSON := fs.Bool("json", false, "write JSON for scripts")
+		attempts := fs.Bool("attempts", false, "list every attempt under its delivery (--json always has them, as attempt_log)")
 		return managed(func(ctx context.Context, m *manager, args []string) error {
 			id, err := parseWebhookID("webhook deliveries", args[0])
 			if err != nil {
@@ -194,11 +195,17 @@ the start of its response. --json writes a JSON array for scripts.`,
 				LatencyMS int64     `json:"latency_ms"`
 				Response  string    `json:"response"`
 				CreatedAt time.Time `json:"created_at"`
+				// AttemptLog is every attempt, oldest first.
+				AttemptLog []attemptJSON `json:"attempt_log"`
 			}
 			out := make([]deliveryJSON, len(ds))
 			for i, d := range ds {
 				out[i] = deliveryJSON{ID: d.ID, EventID: d.EventID, Type: d.EventType, WebhookID: d.MessageID, State: d.State, Attempts: d.Attempts,
-					Status: d.LastStatus, LatencyMS: d.LastLatency.Milliseconds(), Response: d.LastResponse, CreatedAt: d.CreatedAt.UTC()}
+					Status: d.LastStatus, LatencyMS: d.LastLatency.Milliseconds(), Response: d.LastResponse, CreatedAt: d.CreatedAt.UTC(),
+					AttemptLog: make([]attemptJSON, len(d.History))}
+				for j, a := range d.History {
+					out[i].AttemptLog[j] = attemptJSON{At: a.At.UTC(), Status: a.Status, LatencyMS: a.Latency.Milliseconds(), Response: a.Response, State: a.State}
+				}
 			}
 			if *asJSON {
 				return writeJSON(m.stdout, out)
@@ -206,13 +213,33 @@ the start of its response. --json writes a JSON array for scripts.`,
 			tw := tabwriter.NewWriter(m.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tEVENT\tTYPE\tSTATE\tATTEMPTS\tSTATUS\tLATENCY\tRESPONSE")
 			for _, d := range out {
-				resp := strings.Join(strings.Fields(d.Response), " ")
-				if len(resp) > 40 {
-					resp = resp[:40] + "…"
+				fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%d\t%d\t%dms\t%s\n", d.ID, d.EventID, d.Type, d.State, d.Attempts, d.Status, d.LatencyMS, shortResponse(d.Response))
+				if *attempts {
+					for _, a := range d.AttemptLog {
+						fmt.Fprintf(tw, "\t\t%s\t%s\t\t%d\t%dms\t%s\n", a.At.Format(time.RFC3339), a.State, a.Status, a.LatencyMS, shortResponse(a.Response))
+					}
 				}
-				fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%d\t%d\t%dms\t%s\n", d.ID, d.EventID, d.Type, d.State, d.Attempts, d.Status, d.LatencyMS, resp)
 			}
 			return tw.Flush()
 		})
 	},
+}
+
+// attemptJSON is one attempt of a delivery, as `webhook deliveries --json`
+// writes it.
+type attemptJSON struct {
+	At        time.Time `json:"at"`
+	Status    int       `json:"status"`
+	LatencyMS int64     `json:"latency_ms"`
+	Response  string    `json:"response"`
+	State     string    `json:"state"`
+}
+
+// shortResponse is a response's start on one line, for a table.
+func shortResponse(r string) string {
+	r = strings.Join(strings.Fields(r), " ")
+	if len(r) > 40 {
+		r = r[:40] + "…"
+	}
+	return r
 }

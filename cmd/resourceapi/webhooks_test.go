@@ -162,6 +162,24 @@ func TestWebhookCommands(t *testing.T) {
 				rows := tableRows(t, c.must("", "webhook", "deliveries", "1"), "ID", "EVENT", "TYPE", "STATE", "ATTEMPTS", "STATUS", "LATENCY", "RESPONSE")
 				return len(rows) == 1 && rows[0][3] == "delivered" && rows[0][5] == "204"
 			})
+			// Every attempt is in the log: --json's attempt_log, --attempts.
+			var logged []struct {
+				Attempts   int `json:"attempts"`
+				AttemptLog []struct {
+					At        time.Time `json:"at"`
+					Status    int       `json:"status"`
+					LatencyMS int64     `json:"latency_ms"`
+					State     string    `json:"state"`
+				} `json:"attempt_log"`
+			}
+			if err := json.Unmarshal([]byte(c.must("", "webhook", "deliveries", "1", "--json")), &logged); err != nil || len(logged) != 1 ||
+				len(logged[0].AttemptLog) != 1 || logged[0].AttemptLog[0].Status != 204 || logged[0].AttemptLog[0].State != "delivered" ||
+				logged[0].AttemptLog[0].At.IsZero() {
+				t.Fatalf("webhook deliveries --json: %+v, %v; want one delivery with its one attempt (204, delivered)", logged, err)
+			}
+			if out := c.must("", "webhook", "deliveries", "1", "--attempts"); !strings.Contains(out, logged[0].AttemptLog[0].At.Format(time.RFC3339)) {
+				t.Fatalf("webhook deliveries --attempts does not list the attempt at %s:\n%s", logged[0].AttemptLog[0].At.Format(time.RFC3339), out)
+			}
 
 			out = c.must("", "webhook", "rotate", "1")
 			next := lastLine(out)
@@ -272,6 +290,16 @@ func TestWebhooksTwoInstances(t *testing.T) {
 		}
 		return true
 	})
+	// The log keeps each delivery's every attempt, the last one the 204.
+	_, log := request(t, b, "GET", hookPath, "", withKey(key))
+	for _, item := range log["data"].([]any) {
+		d := item.(map[string]any)
+		attempts, _ := d["attempt_log"].([]any)
+		if len(attempts) == 0 || float64(len(attempts)) != d["attempts"].(float64) ||
+			attempts[len(attempts)-1].(map[string]any)["status"] != float64(204) || attempts[len(attempts)-1].(map[string]any)["state"] != "delivered" {
+			t.Errorf("delivery %v: %v attempts, attempt_log %v; want each attempt, the last a 204", d["id"], d["attempts"], attempts)
+		}
+	}
 	got := map[int64]bool{}
 	for _, req := range r.received() {
 		if req.typ == "products.created" {
