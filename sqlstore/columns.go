@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/resourceapi/resourceapi"
 )
@@ -184,8 +185,8 @@ func (v *value) Scan(src any) error {
 		default:
 			return fmt.Errorf("scan %T into list", src)
 		}
-		list := []string{}
-		if err := json.Unmarshal(raw, &list); err != nil {
+		list, err := decodeStrings(raw)
+		if err != nil {
 			return fmt.Errorf("scan list: %w", err)
 		}
 		v.v = list
@@ -208,6 +209,73 @@ func (v *value) Scan(src any) error {
 		return fmt.Errorf("scan into field type %v", v.f.Type)
 	}
 	return nil
+}
+
+// decodeStrings decodes a stored list, a JSON array of strings
+// (EncodeStrings; PostgreSQL's jsonb prints a space after each comma), as
+// json.Unmarshal into a []string{} does. The common case, strings without
+// escapes, is read here without encoding/json's reflection (it was 7% of
+// the server's CPU for a page of 20 users); anything else goes to
+// json.Unmarshal.
+func decodeStrings(raw []byte) ([]string, error) {
+	if list, ok := plainStrings(raw); ok {
+		return list, nil
+	}
+	list := []string{}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, err
+	}
+	return list, nil
+}
+
+// plainStrings reads raw as a JSON array of strings that hold no escape, no
+// control character and only valid UTF-8 (which json.Unmarshal would
+// replace); ok is false for anything else.
+func plainStrings(raw []byte) (list []string, ok bool) {
+	i := skipSpace(raw, 0)
+	if i == len(raw) || raw[i] != '[' {
+		return nil, false
+	}
+	list = []string{}
+	if i = skipSpace(raw, i+1); i < len(raw) && raw[i] == ']' {
+		return list, skipSpace(raw, i+1) == len(raw)
+	}
+	for {
+		if i == len(raw) || raw[i] != '"' {
+			return nil, false
+		}
+		j := i + 1
+		for j < len(raw) && raw[j] != '"' {
+			if raw[j] == '\\' || raw[j] < 0x20 {
+				return nil, false
+			}
+			j++
+		}
+		if j == len(raw) || !utf8.Valid(raw[i+1:j]) {
+			return nil, false
+		}
+		list = append(list, string(raw[i+1:j]))
+		if i = skipSpace(raw, j+1); i == len(raw) {
+			return nil, false
+		}
+		switch raw[i] {
+		case ']':
+			return list, skipSpace(raw, i+1) == len(raw)
+		case ',':
+			i = skipSpace(raw, i+1)
+		default:
+			return nil, false
+		}
+	}
+}
+
+// skipSpace returns the index of the first byte of raw from i on that is
+// not JSON whitespace.
+func skipSpace(raw []byte, i int) int {
+	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 // scanItems reads the JSON array of objects Dialect.Items builds into records
