@@ -15,17 +15,70 @@ import (
 
 	"github.com/resourceapi/resourceapi"
 	"github.com/resourceapi/resourceapi/inmem"
+	"github.com/resourceapi/resourceapi/postgres"
+	"github.com/resourceapi/resourceapi/postgres/pgtest"
 	"github.com/resourceapi/resourceapi/relay"
 	"github.com/resourceapi/resourceapi/sqlite"
 	"github.com/resourceapi/resourceapi/webhook"
 )
 
-// benchService is a SQLite store served as serve wires it: the relay
-// publishing the outbox into a hub, and a webhook worker woken by the hub.
-// With receiver set, an endpoint on it receives every products event.
-func benchService(b *testing.B, receiver *httptest.Server) *resourceapi.Service {
+// writeCounter counts the worker's write transactions: the fan-outs,
+// claims, recordings and releases that wrote something.
+type writeCounter struct {
+	resourceapi.WebhookStore
+	n atomic.Int64
+}
+
+func (c *writeCounter) FanOutWebhookEvents(ctx context.Context, limit int, fan func([]resourceapi.Webhook, []resourceapi.Event) ([]resourceapi.WebhookDelivery, error)) (int, error) {
+	n, err := c.WebhookStore.FanOutWebhookEvents(ctx, limit, fan)
+	if n > 0 {
+		c.n.Add(1)
+	}
+	return n, err
+}
+
+func (c *writeCounter) ClaimWebhookDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, room func(int64) int) ([]resourceapi.WebhookDelivery, error) {
+	out, err := c.WebhookStore.ClaimWebhookDeliveries(ctx, owner, now, lease, room)
+	if len(out) > 0 {
+		c.n.Add(1)
+	}
+	return out, err
+}
+
+func (c *writeCounter) FinishWebhookDeliveries(ctx context.Context, attempts []resourceapi.WebhookAttempt) error {
+	if len(attempts) > 0 {
+		c.n.Add(1)
+	}
+	return c.WebhookStore.FinishWebhookDeliveries(ctx, attempts)
+}
+
+func (c *writeCounter) ReleaseWebhookDeliveries(ctx context.Context, owner string, ids []int64) error {
+	if len(ids) > 0 {
+		c.n.Add(1)
+	}
+	return c.WebhookStore.ReleaseWebhookDeliveries(ctx, owner, ids)
+}
+
+// benchService is a store ("sqlite", or "postgres": a new database on the
+// server of RESOURCEAPI_TEST_POSTGRES_URL) served as serve wires it: the
+// relay publishing the outbox into a hub, and a webhook worker woken by
+// the hub, whose write transactions the returned counter counts. With
+// receiver set, an endpoint on it receives every products event.
+func benchService(b *testing.B, store string, receiver *httptest.Server) (*resourceapi.Service, *writeCounter) {
 	b.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlite.Options{})
+	var db interface {
+		resourceapi.Store
+		resourceapi.WebhookStore
+		resourceapi.Outbox
+		Close() error
+	}
+	var err error
+	switch store {
+	case "postgres":
+		db, err = postgres.Open(context.Background(), pgtest.NewDatabase(b), postgres.Options{})
+	default:
+		db, err = sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlite.Options{})
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -38,7 +91,8 @@ func benchService(b *testing.B, receiver *httptest.Server) *resourceapi.Service 
 	hub := inmem.NewHub()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := relay.New(db, hub, relay.Config{})
-	w := &webhook.Worker{Store: db, Service: service, Client: webhook.NewClient(opts), Events: hub}
+	counter := &writeCounter{WebhookStore: db}
+	w := &webhook.Worker{Store: counter, Service: service, Client: webhook.NewClient(opts), Events: hub}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); r.Run(ctx) }()
@@ -55,7 +109,7 @@ func benchService(b *testing.B, receiver *httptest.Server) *resourceapi.Service 
 			b.Fatal(err)
 		}
 	}
-	return service
+	return service, counter
 }
 
 // BenchmarkWebhookDelivery writes b.N products from 4 writers and measures
@@ -87,7 +141,7 @@ func BenchmarkWebhookDelivery(b *testing.B) {
 		mu.Unlock()
 	}))
 	defer receiver.Close()
-	service := benchService(b, receiver)
+	service, _ := benchService(b, "sqlite", receiver)
 	want.Store(int64(b.N))
 	committed := make([]map[int64]time.Time, 4)
 	b.ResetTimer()
@@ -132,26 +186,33 @@ func BenchmarkWebhookDelivery(b *testing.B) {
 
 // BenchmarkWriteWithWebhook measures one write's latency (Create, one
 // writer) with the worker running and no endpoint registered, then with
-// one endpoint receiving every event: delivery is off the write's path, so
-// the two should be the same.
+// one endpoint receiving every event, on SQLite, and on PostgreSQL when
+// RESOURCEAPI_TEST_POSTGRES_URL is set: delivery is off the write's path,
+// so the two should be the same. worker-tx/op is the worker's write
+// transactions per write during the run (on SQLite they share the one
+// writer with the requests').
 func BenchmarkWriteWithWebhook(b *testing.B) {
 	receiver := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		_, _ = io.Copy(io.Discard, req.Body)
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer receiver.Close()
-	for _, bc := range []struct {
-		name string
-		srv  *httptest.Server
-	}{{"none", nil}, {"endpoint", receiver}} {
-		b.Run(bc.name, func(b *testing.B) {
-			service := benchService(b, bc.srv)
-			b.ResetTimer()
-			for i := range b.N {
-				if _, err := service.Create(context.Background(), resourceapi.SystemCaller(), resourceapi.Products, 0, resourceapi.Products.Example(i)); err != nil {
-					b.Fatal(err)
+	for _, store := range []string{"sqlite", "postgres"} {
+		for _, bc := range []struct {
+			name string
+			srv  *httptest.Server
+		}{{"none", nil}, {"endpoint", receiver}} {
+			b.Run(store+"/"+bc.name, func(b *testing.B) {
+				service, counter := benchService(b, store, bc.srv)
+				b.ResetTimer()
+				for i := range b.N {
+					if _, err := service.Create(context.Background(), resourceapi.SystemCaller(), resourceapi.Products, 0, resourceapi.Products.Example(i)); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
+				b.StopTimer()
+				b.ReportMetric(float64(counter.n.Load())/float64(b.N), "worker-tx/op")
+			})
+		}
 	}
 }
