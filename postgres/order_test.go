@@ -254,3 +254,86 @@ func TestRelaysPublishInIDOrder(t *testing.T) {
 		t.Fatalf("published %v, want both events in id order (the second relay waited: %v)", order, waited)
 	}
 }
+
+// TestRelayDoesNotHoldWritersBack holds a transaction with an event open,
+// so that a relay establishing its horizon waits for it, and then writes:
+// the write commits while the relay waits (writers take the key of the
+// epoch the relay moved on, migration 00029; with one key, PostgreSQL
+// queued the write's shared request behind the relay's exclusive one, and
+// every batch of the relay held all writers back for the commits in
+// flight). Once the open transaction ends, the relay publishes in id order
+// up to its horizon: the open transaction's event, not the later write's.
+func TestRelayDoesNotHoldWritersBack(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	db := mustOpen(t, url)
+	raw, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	mustUser(t, db, "first@example.com")
+	ctx := context.Background()
+	mustPublishAll(t, db)
+
+	tx, held := beginEvent(t, raw)
+	var published []int64
+	relayed := make(chan error, 1)
+	relayDone := make(chan struct{})
+	go func() {
+		defer close(relayDone)
+		_, err := db.PublishEvents(ctx, 100, func(_ context.Context, evs []resourceapi.Event) error {
+			published = append(published, ids(evs)...)
+			return nil
+		})
+		relayed <- err
+	}()
+	if !pgtest.WaitLockedOr(t, raw, relayDone) {
+		t.Fatal("the relay published while a transaction with an event was open")
+	}
+
+	done := make(chan struct{})
+	var second resourceapi.Record
+	var errSecond error
+	go func() {
+		defer close(done)
+		rec := resourceapi.Record{"name": "U", "email": "second@example.com"}
+		if errSecond = resourceapi.Validate(resourceapi.Users, rec, resourceapi.ModeCreate); errSecond == nil {
+			second, errSecond = db.Create(ctx, resourceapi.Users, rec)
+		}
+	}()
+	writerWaited := pgtest.WaitLockedWhereOr(t, raw, "query NOT LIKE '%events_establish_horizon%'", done)
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if err := <-relayed; err != nil {
+		t.Fatal(err)
+	}
+	if writerWaited {
+		t.Fatal("a write waited while the relay waited for an open transaction")
+	}
+	if errSecond != nil {
+		t.Fatal(errSecond)
+	}
+	if !slices.Equal(published, []int64{held}) {
+		t.Fatalf("the relay published %v; want the open transaction's event %d alone (the later write's is above its horizon)", published, held)
+	}
+	if evs := mustPublishAll(t, db); len(evs) != 1 || evs[0].Record.ID() != second.ID() {
+		t.Fatalf("the next batch published %v; want the later write's event", ids(evs))
+	}
+}
+
+// mustPublishAll publishes what db's outbox has up to a new horizon.
+func mustPublishAll(t *testing.T, db interface {
+	PublishEvents(context.Context, int, func(context.Context, []resourceapi.Event) error) (int, error)
+}) []resourceapi.Event {
+	t.Helper()
+	var got []resourceapi.Event
+	if _, err := db.PublishEvents(context.Background(), 100, func(_ context.Context, evs []resourceapi.Event) error {
+		got = append(got, evs...)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
