@@ -201,7 +201,8 @@ func (q querier) QueryContext(ctx context.Context, query string, args ...any) (s
 }
 
 func (q querier) QueryRowContext(ctx context.Context, query string, args ...any) sqlstore.Row {
-	return q.q.QueryRow(ctx, query, args...)
+	r, err := q.q.Query(ctx, query, args...)
+	return row{r, err}
 }
 
 // result is sql.Result of a command tag.
@@ -213,8 +214,16 @@ func (r result) LastInsertId() (int64, error) {
 
 func (r result) RowsAffected() (int64, error) { return r.tag.RowsAffected(), nil }
 
-// rows is sqlstore.Rows of pgx.Rows.
+// rows is sqlstore.Rows of pgx.Rows; a row that holds a record's columns
+// is scanned by scanFields.
 type rows struct{ pgx.Rows }
+
+func (r rows) Scan(dest ...any) error {
+	if hasFields(dest) {
+		return scanFields(r.Rows, dest)
+	}
+	return r.Rows.Scan(dest...)
+}
 
 func (r rows) Close() error {
 	r.Rows.Close()
@@ -307,7 +316,7 @@ func (t *tx) QueryContext(ctx context.Context, query string, args ...any) (sqlst
 
 func (t *tx) QueryRowContext(ctx context.Context, query string, args ...any) sqlstore.Row {
 	if t.begun {
-		return t.conn.QueryRow(ctx, query, args...)
+		return querier{q: t.conn}.QueryRowContext(ctx, query, args...)
 	}
 	br, err := t.first(ctx, query, args)
 	if err != nil {

@@ -133,6 +133,24 @@ type value struct {
 	v any
 }
 
+// FieldValue is implemented by the destinations that a record's columns
+// are scanned into (Rows.Scan, Row.Scan): a driver that can decode a
+// column straight into the Go type of the field's type (see
+// resourceapi.Record) may Set it, instead of handing Scan a value of its
+// own to convert; anything else, null included, goes to Scan.
+type FieldValue interface {
+	sql.Scanner
+	// Field is the field the column holds.
+	Field() *resourceapi.Field
+	// Set sets the field's value, already of its type's Go type.
+	Set(v any)
+}
+
+var _ FieldValue = (*value)(nil)
+
+func (v *value) Field() *resourceapi.Field { return v.f }
+func (v *value) Set(x any)                 { v.v = x }
+
 func (v *value) Scan(src any) error {
 	if src == nil {
 		v.v = nil

@@ -1,0 +1,154 @@
+package postgres
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/resourceapi/resourceapi"
+	"github.com/resourceapi/resourceapi/sqlstore"
+)
+
+// scanFields scans the current row of r into dest as r.Scan would, except
+// that the columns of a record (sqlstore.FieldValue) of the common types
+// are decoded from the row's bytes straight into their field's Go type:
+// pgx's own path plans a scan for every column of every statement's rows,
+// decodes each value into a Go value of its own (boxed), and hands it to
+// the field's sql.Scanner to convert again. Null, and any column of
+// another type or format, takes that path.
+func scanFields(r pgx.Rows, dest []any) error {
+	fds := r.FieldDescriptions()
+	raw := r.RawValues()
+	if len(fds) != len(dest) || len(raw) != len(dest) {
+		return r.Scan(dest...) // pgx reports the mismatch
+	}
+	var m *pgtype.Map
+	for i, d := range dest {
+		if fv, ok := d.(sqlstore.FieldValue); ok && raw[i] != nil {
+			if v, ok := decodeField(fv.Field(), &fds[i], raw[i]); ok {
+				fv.Set(v)
+				continue
+			}
+		}
+		if m == nil {
+			m = r.Conn().TypeMap()
+		}
+		if err := m.Scan(fds[i].DataTypeOID, fds[i].Format, raw[i], d); err != nil {
+			return pgx.ScanArgError{ColumnIndex: i, FieldName: fds[i].Name, Err: err}
+		}
+	}
+	return nil
+}
+
+// hasFields reports whether dest holds a record's column.
+func hasFields(dest []any) bool {
+	for _, d := range dest {
+		if _, ok := d.(sqlstore.FieldValue); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// y2k is PostgreSQL's epoch of timestamps, in Unix seconds.
+const y2k = 946_684_800
+
+// decodeField returns the value of a column of f, not null, in the Go type
+// of f's type, or false when the column's type or format is not one it
+// decodes (the caller then scans it as pgx does).
+func decodeField(f *resourceapi.Field, fd *pgconn.FieldDescription, raw []byte) (any, bool) {
+	binaryFormat := fd.Format == pgx.BinaryFormatCode
+	switch f.Type {
+	case resourceapi.TypeString:
+		switch fd.DataTypeOID {
+		case pgtype.TextOID, pgtype.VarcharOID: // the same bytes in both formats
+			return string(raw), true
+		}
+	case resourceapi.TypeInt:
+		if !binaryFormat {
+			switch fd.DataTypeOID {
+			case pgtype.Int8OID, pgtype.Int4OID, pgtype.Int2OID:
+				if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+					return n, true
+				}
+			}
+			return nil, false
+		}
+		switch {
+		case fd.DataTypeOID == pgtype.Int8OID && len(raw) == 8:
+			return int64(binary.BigEndian.Uint64(raw)), true
+		case fd.DataTypeOID == pgtype.Int4OID && len(raw) == 4:
+			return int64(int32(binary.BigEndian.Uint32(raw))), true
+		case fd.DataTypeOID == pgtype.Int2OID && len(raw) == 2:
+			return int64(int16(binary.BigEndian.Uint16(raw))), true
+		}
+	case resourceapi.TypeBool:
+		if fd.DataTypeOID == pgtype.BoolOID && binaryFormat && len(raw) == 1 {
+			return raw[0] != 0, true
+		}
+	case resourceapi.TypeTime:
+		if fd.DataTypeOID == pgtype.TimestamptzOID && binaryFormat && len(raw) == 8 {
+			us := int64(binary.BigEndian.Uint64(raw))
+			if us == math.MaxInt64 || us == math.MinInt64 {
+				return nil, false // infinity: pgx's error
+			}
+			t := time.Unix(y2k+us/1_000_000, us%1_000_000*1_000)
+			return resourceapi.Timestamp(t), true
+		}
+	case resourceapi.TypeStrings:
+		doc := raw
+		switch {
+		case fd.DataTypeOID == pgtype.JSONBOID && binaryFormat:
+			if len(raw) == 0 || raw[0] != 1 { // jsonb's binary format: a version, then the text
+				return nil, false
+			}
+			doc = raw[1:]
+		case fd.DataTypeOID == pgtype.JSONBOID, fd.DataTypeOID == pgtype.JSONOID:
+		default:
+			return nil, false
+		}
+		list := []string{}
+		if err := json.Unmarshal(doc, &list); err != nil {
+			return nil, false // the Scan path reports it
+		}
+		return list, true
+	}
+	return nil, false
+}
+
+// row is sqlstore.Row of a query's rows, as pgx's QueryRow: its first
+// row, scanned by scanFields when it holds a record's columns.
+type row struct {
+	rows pgx.Rows
+	err  error
+}
+
+func (r row) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	defer r.rows.Close()
+	if !r.rows.Next() {
+		if err := r.rows.Err(); err != nil {
+			return err
+		}
+		return pgx.ErrNoRows
+	}
+	var err error
+	if hasFields(dest) {
+		err = scanFields(r.rows, dest)
+	} else {
+		err = r.rows.Scan(dest...)
+	}
+	if err != nil {
+		return err
+	}
+	r.rows.Close()
+	return r.rows.Err()
+}
