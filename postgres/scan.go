@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"math"
 	"strconv"
 	"time"
@@ -113,8 +112,8 @@ func decodeField(f *resourceapi.Field, fd *pgconn.FieldDescription, raw []byte) 
 		default:
 			return nil, false
 		}
-		list := []string{}
-		if err := json.Unmarshal(doc, &list); err != nil {
+		list, err := sqlstore.DecodeStrings(doc)
+		if err != nil {
 			return nil, false // the Scan path reports it
 		}
 		return list, true

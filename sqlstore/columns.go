@@ -246,6 +246,10 @@ func decodeStrings(raw []byte) ([]string, error) {
 	return list, nil
 }
 
+// DecodeStrings is decodeStrings, for a driver that decodes a stored
+// list's column itself (FieldValue).
+func DecodeStrings(raw []byte) ([]string, error) { return decodeStrings(raw) }
+
 // plainStrings reads raw as a JSON array of strings that hold no escape, no
 // control character and only valid UTF-8 (which json.Unmarshal would
 // replace); ok is false for anything else.

@@ -10,5 +10,3 @@ func CacheStats(s *Store) (entries int, bytes int64, maxEntries int, maxBytes in
 	return len(c.entries), c.bytes, c.maxEntries, c.maxBytes, c.global
 }
 
-// DecodeStrings is decodeStrings, the reader of stored lists.
-var DecodeStrings = decodeStrings
