@@ -9,4 +9,3 @@ func CacheStats(s *Store) (entries int, bytes int64, maxEntries int, maxBytes in
 	defer c.mu.Unlock()
 	return len(c.entries), c.bytes, c.maxEntries, c.maxBytes, c.global
 }
-
