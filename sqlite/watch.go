@@ -69,6 +69,10 @@ type watch struct {
 	// beganRead; under mu.
 	began     walHeader
 	beganRead bool
+	// begunAt is a copy of began, published for reads once begun has
+	// counted every foreign commit before it; nil when the header could
+	// not be read. See ownCommit.
+	begunAt atomic.Pointer[walHeader]
 }
 
 // newWatch watches the database at path, open in WAL mode, through c, the
@@ -118,7 +122,7 @@ func (w *watch) check(ctx context.Context) error {
 // commits implements sqlstore.Config.ForeignCommits.
 func (w *watch) commits() (uint64, bool) {
 	arrived := w.started.Load()
-	if w.current() {
+	if w.current() || w.ownCommit() {
 		return w.foreign.Load(), true
 	}
 	w.readers.Lock()
@@ -149,6 +153,24 @@ func (w *watch) current() bool {
 	return w.index.read(&h) && h == *v
 }
 
+// ownCommit reports whether the header shows exactly one commit since the
+// writer's transaction began (begunAt): its own. From BEGIN IMMEDIATE until
+// its COMMIT has ended nobody else can commit, and each commit increments
+// iChange, so a header one above began means that every foreign commit is
+// counted, as committed would find once it runs. It lets reads use the cache
+// in the window between the writer's COMMIT and committed (the rest of the
+// COMMIT, a checkpoint included, and the transaction's AfterEnd functions),
+// where they would otherwise skip it: under a steady stream of writes, one
+// read in several.
+func (w *watch) ownCommit() bool {
+	b := w.begunAt.Load()
+	if b == nil || !w.useIndex.Load() {
+		return false
+	}
+	var h walHeader
+	return w.index.read(&h) && h[walChange] == b[walChange]+1
+}
+
 // begun is called by the writer right after BEGIN IMMEDIATE, holding mu and
 // the write lock. It makes sure that every foreign commit so far is counted:
 // nothing to do if the header has not changed since the last check, the
@@ -159,6 +181,12 @@ func (w *watch) begun(ctx context.Context) error {
 		if err := w.check(ctx); err != nil {
 			return err
 		}
+	}
+	if w.beganRead {
+		b := w.began
+		w.begunAt.Store(&b)
+	} else {
+		w.begunAt.Store(nil)
 	}
 	w.locked.Store(true)
 	return nil

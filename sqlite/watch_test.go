@@ -169,3 +169,65 @@ func TestWatchAbandonsFrozenWALIndex(t *testing.T) {
 		t.Fatalf("after a foreign commit, Get = %v, %v; want the name After", got, err)
 	}
 }
+
+// TestWatchOwnCommitWindow checks reads between the writer's COMMIT and its
+// check of the header (committed), while it still holds the connection: the
+// header one commit above the one the transaction began at tells them that
+// the only commit since was the writer's, so they use the cache instead of
+// asking the database; a foreign commit after it is still never missed.
+func TestWatchOwnCommitWindow(t *testing.T) {
+	if runtime.GOOS == "windows" || runtime.GOOS == "plan9" || runtime.GOOS == "js" || runtime.GOOS == "wasip1" {
+		t.Skip("the WAL index is not mapped here")
+	}
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "window.db")
+	db, err := Open(ctx, path, Options{Sync: SyncNormal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rec := resourceapi.Record{"name": "W", "email": "w@example.com"}
+	if err := resourceapi.Validate(resourceapi.Users, rec, resourceapi.ModeCreate); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Create(ctx, resourceapi.Users, rec); err != nil {
+		t.Fatal(err)
+	}
+	w := db.watch
+	if !w.useIndex.Load() {
+		t.Skip("the WAL index is not used here")
+	}
+	before := w.foreign.Load()
+	// The writer's transaction, up to its COMMIT, as groupWriter runs it.
+	if err := db.writer.begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.writer.conn.exec(ctx, "UPDATE users SET age = 5 WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	w.ending()
+	if err := db.writer.conn.exec(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := w.commits(); !ok || n != before {
+		t.Fatalf("right after the writer's own commit, commits() = %d, %v; want %d, true", n, ok, before)
+	}
+	other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Exec("UPDATE users SET name = 'Foreign' WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := w.commits(); ok {
+		t.Fatal("after a foreign commit, with the writer still holding its connection, commits() claims to know the count")
+	}
+	if err := w.committed(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	w.mu.Unlock()
+	if n, ok := w.commits(); !ok || n != before+1 {
+		t.Fatalf("once the writer is done, commits() = %d, %v; want %d, true", n, ok, before+1)
+	}
+}
