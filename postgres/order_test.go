@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/resourceapi/resourceapi"
 	"github.com/resourceapi/resourceapi/postgres/pgtest"
@@ -336,4 +337,52 @@ func mustPublishAll(t *testing.T, db interface {
 		t.Fatal(err)
 	}
 	return got
+}
+
+// TestInterruptedRelay interrupts a relay while it waits for an open
+// transaction with an event (its deadline passes), after it has moved the
+// epoch on; another write commits, and the next relay must still wait for
+// the open transaction before it passes the later write's id (the epoch's
+// move is not undone, so it first waits for the writers of the other
+// parity too).
+func TestInterruptedRelay(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	db := mustOpen(t, url)
+	raw, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	mustUser(t, db, "first@example.com")
+	mustPublishAll(t, db)
+
+	tx, held := beginEvent(t, raw)
+	short, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := db.PublishEvents(short, 100, func(context.Context, []resourceapi.Event) error { return nil }); err == nil {
+		t.Fatal("a relay published while a transaction with an event was open")
+	}
+	mustUser(t, db, "second@example.com")
+
+	var published []int64
+	relayed := make(chan error, 1)
+	relayDone := make(chan struct{})
+	go func() {
+		defer close(relayDone)
+		_, err := db.PublishEvents(context.Background(), 100, func(_ context.Context, evs []resourceapi.Event) error {
+			published = append(published, ids(evs)...)
+			return nil
+		})
+		relayed <- err
+	}()
+	waited := pgtest.WaitLockedOr(t, raw, relayDone)
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-relayed; err != nil {
+		t.Fatal(err)
+	}
+	if !waited || len(published) != 2 || published[0] != held {
+		t.Fatalf("the relay published %v (it waited: %v); want it to wait for the open transaction, then publish its event %d and the later write's", published, waited, held)
+	}
 }

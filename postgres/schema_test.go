@@ -182,7 +182,7 @@ func TestNormalizeEmailsMigration(t *testing.T) {
 	// As migration 9 left it: without what migrations 11, 12, 15, 20, 25, 28 and 30 add.
 	if _, err := raw.ExecContext(ctx, "ALTER TABLE events DROP COLUMN alias, DROP COLUMN actor, DROP COLUMN hooked_at; DROP TABLE idempotency_keys, events_purged, webhook_attempts, webhook_deliveries, webhooks; "+
 		"DROP TRIGGER events_commit_order ON events; DROP FUNCTION events_in_commit_order; DROP SEQUENCE events_commit_order; "+
-		"DROP FUNCTION events_establish_horizon; DROP SEQUENCE events_horizon, events_epoch"); err != nil {
+		"DROP FUNCTION events_establish_horizon; DROP SEQUENCE events_horizon, events_epoch, events_epoch_waited"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := raw.ExecContext(ctx, "DELETE FROM goose_db_version WHERE version_id >= 10"); err != nil {

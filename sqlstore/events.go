@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -113,7 +114,16 @@ func (s *Store) claimAndPublish(ctx context.Context, limit int, lock string, pub
 	through := int64(-1)
 	if h, ok := s.dialect.(EventHorizon); ok {
 		err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
-			return q.QueryRowContext(ctx, h.EstablishHorizon()).Scan(&through)
+			// NULL: it waited in the place of an interrupted relay, and
+			// the next run establishes the horizon.
+			for range 2 {
+				var v sql.NullInt64
+				if err := q.QueryRowContext(ctx, h.EstablishHorizon()).Scan(&v); err != nil || v.Valid {
+					through = v.Int64
+					return err
+				}
+			}
+			return errors.New("no horizon after two runs")
 		})
 		if err != nil {
 			return 0, fmt.Errorf("horizon: %w", err)

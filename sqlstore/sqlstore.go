@@ -233,7 +233,8 @@ type EventHorizon interface {
 	// EstablishHorizon is a statement, run outside any transaction (its
 	// lock is released as soon as it has it), that waits until the
 	// transactions of every event id taken so far have ended, records the
-	// greatest id as the horizon, and returns the horizon.
+	// greatest id as the horizon, and returns the horizon, or NULL when
+	// it only finished an interrupted run's wait (run it again).
 	EstablishHorizon() string
 	// Horizon is an expression whose value is the last horizon recorded.
 	Horizon() string

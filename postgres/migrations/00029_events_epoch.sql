@@ -14,8 +14,12 @@
 -- before the move hold that key, and new ones take the other, so the relay
 -- waits for the commits in flight while new writers go on. A writer of an
 -- id up to H checked, after its lock, an epoch of the old parity, or one
--- that an earlier relay moved on after it, and that relay waited for it.
+-- that an earlier relay moved on after it, and that relay waited for it
+-- (or, if it was interrupted, the next one does, instead of moving the
+-- epoch: events_epoch_waited says whether the last move's wait finished).
 CREATE SEQUENCE events_epoch MINVALUE 0 START 0;
+-- The last epoch whose relay finished waiting for the parity before it.
+CREATE SEQUENCE events_epoch_waited MINVALUE 0 START 0;
 
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION events_in_commit_order() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -50,11 +54,22 @@ BEGIN
         RETURN (SELECT last_value FROM events_horizon); -- nothing new
     END IF;
     SELECT last_value INTO e FROM events_epoch;
+    IF (SELECT last_value FROM events_epoch_waited) < e THEN
+        -- The relay that moved the epoch to e was interrupted while it
+        -- waited (the move is not undone): wait for the writers of the old
+        -- parity in its place, and move nothing this time (the key stays
+        -- held until this statement ends, and the next epoch's writers
+        -- would take it). NULL: call again.
+        PERFORM pg_advisory_xact_lock(hashtext('events.commit_order'), ((e + 1) % 2)::int);
+        PERFORM setval('events_epoch_waited', e);
+        RETURN NULL;
+    END IF;
     PERFORM setval('events_epoch', e + 1);
     -- Every writer of an id up to h holds the key of e's parity, or has ended.
     PERFORM pg_advisory_xact_lock(hashtext('events.commit_order'), (e % 2)::int);
     -- Writers under 00028's function, until they end, take the one-key lock.
     PERFORM pg_advisory_xact_lock(hashtext('events.commit_order'));
+    PERFORM setval('events_epoch_waited', e + 1);
     PERFORM setval('events_horizon', h);
     RETURN h;
 END;
@@ -85,4 +100,4 @@ BEGIN
 END;
 $$;
 -- +goose StatementEnd
-DROP SEQUENCE events_epoch;
+DROP SEQUENCE events_epoch, events_epoch_waited;
