@@ -159,10 +159,12 @@ func (dialect) ForeignKey(err error) bool {
 // SkipLocked lets the relays of several instances claim distinct events.
 func (dialect) SkipLocked() string { return " FOR UPDATE SKIP LOCKED" }
 
-// PublishLock is a transaction-scoped advisory lock: relays on several
-// instances publish one batch after another, in id order.
-func (dialect) PublishLock() string {
-	return "SELECT pg_advisory_xact_lock(hashtext('events.publish'))"
+// Lock is a transaction-scoped advisory lock on the hash of name: relays
+// on several instances publish one batch after another, in id order, and
+// fan out events one transaction after another. name is one of the
+// store's constants, never input.
+func (dialect) Lock(name string) string {
+	return "SELECT pg_advisory_xact_lock(hashtext('" + name + "'))"
 }
 
 var _ sqlstore.EventHorizon = dialect{}

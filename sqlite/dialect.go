@@ -169,8 +169,9 @@ func (dialect) ForeignKey(err error) bool {
 // the only one.
 func (dialect) SkipLocked() string { return "" }
 
-// PublishLock is empty: one process relays (see SkipLocked).
-func (dialect) PublishLock() string { return "" }
+// Lock is empty: one process writes, one transaction at a time (see
+// SkipLocked).
+func (dialect) Lock(string) string { return "" }
 
 // IdentityVersion is none: the record cache sees every commit to the file,
 // this process's and others', so accounts are cached with records.

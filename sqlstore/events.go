@@ -68,7 +68,7 @@ func (s *Store) EventsWritten() <-chan struct{} { return s.events }
 // PublishEvents implements resourceapi.Outbox.
 //
 // Where relays on several instances share the database (the dialect has
-// SkipLocked), one transaction waits for the other relays' (PublishLock),
+// SkipLocked), one transaction waits for the other relays' (Lock(LockPublish)),
 // claims the oldest unpublished events, publishes them and marks them, so
 // that each event is published by one relay at a time, and every batch
 // after the last in id order; a relay that dies before its commit releases
@@ -137,7 +137,7 @@ func (s *Store) claimAndPublish(ctx context.Context, limit int, lock string, pub
 		// One relay at a time: two that published their batches at once
 		// could hand a subscriber a later id before an earlier one, and a
 		// stream cut in between would resume past the earlier.
-		if pl := s.dialect.PublishLock(); pl != "" {
+		if pl := s.dialect.Lock(LockPublish); pl != "" {
 			if _, err := tx.ExecContext(ctx, pl); err != nil {
 				return err
 			}

@@ -23,6 +23,15 @@ import (
 	"github.com/resourceapi/resourceapi"
 )
 
+// The locks that a Dialect's Lock takes, by name.
+const (
+	// LockPublish: one relay publishes at a time (PublishEvents).
+	LockPublish = "events.publish"
+	// LockFanOut: one transaction fans events out to webhooks at a time
+	// (FanOutWebhookEvents).
+	LockFanOut = "webhooks.fanout"
+)
+
 // Dialect is what differs between the SQL databases behind the store.
 type Dialect interface {
 	// Placeholder returns the bind parameter for the n-th argument (1-based).
@@ -81,12 +90,14 @@ type Dialect interface {
 	// It is "" where one process relays (SQLite: one process serves the
 	// file), and the outbox then reads events outside write transactions.
 	SkipLocked() string
-	// PublishLock is the statement that a relay's claim transaction runs
-	// first, where SkipLocked is not "": it waits until no other relay is
-	// publishing, and holds them off until the transaction ends, so that
-	// relays publish one batch at a time, each after the last in id order
-	// (subscribers and resuming streams rely on it).
-	PublishLock() string
+	// Lock is the statement that takes the lock called name for the rest
+	// of the transaction, where SkipLocked is not "": it waits until no
+	// other instance's transaction holds it, and holds them off until this
+	// one ends. Relays take LockPublish, so that they publish one batch at
+	// a time, each after the last in id order (subscribers and resuming
+	// streams rely on it); webhook fan-outs take LockFanOut. It is "" where
+	// one process writes (SQLite: its writes are serialised already).
+	Lock(name string) string
 	// SkipID moves res's id sequence past id, a free id that Create took
 	// because the values before it were taken, so that later Creates do not
 	// try those again. It never moves the sequence backwards.

@@ -377,11 +377,16 @@ func (s *Store) ReplayWebhookDeliveries(ctx context.Context, id, delivery int64,
 	return out, nil
 }
 
-// FanOutWebhookEvents implements resourceapi.WebhookStore. On PostgreSQL
-// each instance locks the events it fans out (SKIP LOCKED), so instances
-// share the work; SQLite serialises write transactions. Events are read in
-// the transaction that marks them, so an event that commits after a later
-// one is taken when it is there, never skipped.
+// FanOutWebhookEvents implements resourceapi.WebhookStore. One
+// transaction fans out at a time, across instances (Lock(LockFanOut) on
+// PostgreSQL; SQLite serialises write transactions), and reads the events
+// after it has the lock, so that a record's deliveries are created in the
+// order of its events: with instances taking distinct events at once (SKIP
+// LOCKED), one could fan out a record's update while another still held
+// its creation, and the update's delivery, with the lower id, would go
+// first. Events are read in the transaction that marks them, so an event
+// that commits after a later one is taken when it is there, never skipped
+// (a record's own events commit in id order: its row lock orders them).
 func (s *Store) FanOutWebhookEvents(ctx context.Context, limit int, fan func([]resourceapi.Webhook, []resourceapi.Event) ([]resourceapi.WebhookDelivery, error)) (int, error) {
 	// A read first: without an enabled endpoint, or without an event to
 	// fan out, nothing is written (a write transaction per event would
@@ -403,13 +408,18 @@ func (s *Store) FanOutWebhookEvents(ctx context.Context, limit int, fan func([]r
 	var n int
 	err = s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		n = 0
+		if lock := s.dialect.Lock(LockFanOut); lock != "" {
+			if _, err := tx.ExecContext(ctx, lock); err != nil {
+				return err
+			}
+		}
 		hooks, err := s.webhooks(ctx, tx, "enabled = "+s.dialect.Bool(true), resourceapi.MaxWebhooks)
 		if err != nil || len(hooks) == 0 {
 			return err
 		}
 		now := resourceapi.Timestamp(s.now())
 		rows, err := tx.QueryContext(ctx, "SELECT "+eventColumns+" FROM events WHERE hooked_at IS NULL ORDER BY id LIMIT "+
-			s.dialect.Placeholder(1)+s.dialect.SkipLocked(), limit)
+			s.dialect.Placeholder(1), limit)
 		if err != nil {
 			return err
 		}
