@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -192,10 +193,18 @@ func BenchmarkWebhookDelivery(b *testing.B) {
 // transactions per write during the run (on SQLite they share the one
 // writer with the requests').
 func BenchmarkWriteWithWebhook(b *testing.B) {
-	receiver := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	var conns, requests atomic.Int64
+	receiver := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		requests.Add(1)
 		_, _ = io.Copy(io.Discard, req.Body)
 		w.WriteHeader(http.StatusNoContent)
 	}))
+	receiver.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	receiver.StartTLS()
 	defer receiver.Close()
 	for _, store := range []string{"sqlite", "postgres"} {
 		for _, bc := range []struct {
@@ -204,6 +213,7 @@ func BenchmarkWriteWithWebhook(b *testing.B) {
 		}{{"none", nil}, {"endpoint", receiver}} {
 			b.Run(store+"/"+bc.name, func(b *testing.B) {
 				service, counter := benchService(b, store, bc.srv)
+				conns0, requests0 := conns.Load(), requests.Load()
 				b.ResetTimer()
 				for i := range b.N {
 					if _, err := service.Create(context.Background(), resourceapi.SystemCaller(), resourceapi.Products, 0, resourceapi.Products.Example(i)); err != nil {
@@ -212,6 +222,14 @@ func BenchmarkWriteWithWebhook(b *testing.B) {
 				}
 				b.StopTimer()
 				b.ReportMetric(float64(counter.n.Load())/float64(b.N), "worker-tx/op")
+				if bc.srv != nil {
+					// connections the receiver accepted per request it
+					// answered: near 0 when the client reuses them (one TLS
+					// handshake per connection, not per attempt).
+					if n := requests.Load() - requests0; n > 0 {
+						b.ReportMetric(float64(conns.Load()-conns0)/float64(n), "conns/req")
+					}
+				}
 			})
 		}
 	}
