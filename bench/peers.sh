@@ -26,7 +26,10 @@
 # alike, each of its workloads, named base-..., run right after the same
 # workload of the build measured, so that before and after share every round
 # of the same run), BENCH_NO_PEERS=1 (neither PocketBase nor PostGraphile:
-# resourceapi, its baseline and the bare handler only). RESOURCEAPI_* variables pass through to the servers.
+# resourceapi, its baseline and the bare handler only), BENCH_PG_SOCKET (a
+# directory such as /var/run/postgresql: resourceapi and its baseline reach
+# PostgreSQL over its Unix socket instead of TCP on 127.0.0.1). RESOURCEAPI_*
+# variables pass through to the servers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -190,12 +193,23 @@ start_resourceapi() {
 	say "resourceapi on $name: 127.0.0.1:$port (pid $pid)"
 }
 
+# pg_dsn DB: resourceapi's URL of database DB: over TCP on loopback, or
+# over PostgreSQL's Unix socket in the directory BENCH_PG_SOCKET (e.g.
+# /var/run/postgresql), which spares each round trip the loopback TCP stack.
+pg_dsn() {
+	if [ -n "${BENCH_PG_SOCKET:-}" ]; then
+		echo "postgres://root@/$1?host=$BENCH_PG_SOCKET&sslmode=disable"
+	else
+		echo "$pg/$1?sslmode=disable"
+	fi
+}
+
 stamp=$(date +%s)_$$
 pg_db=resourceapi_peers_$stamp
 pgl_db=resourceapi_peers_${stamp}_postgraphile
 new_pg_db "$pg_db"
 start_resourceapi sqlite "$work/resourceapi.db"
-start_resourceapi pg "$pg/$pg_db?sslmode=disable"
+start_resourceapi pg "$(pg_dsn "$pg_db")"
 
 say "seed: $users users with $posts posts each, on SQLite and PostgreSQL"
 timeout 600 "$work/peers" seed -url "$sqlite_url" -header "X-API-Key:$sqlite_key" -users "$users" -posts "$posts"
@@ -205,7 +219,7 @@ if [ -n "$baseline" ]; then
 	bpg_db=${pg_db}_baseline
 	new_pg_db "$bpg_db"
 	start_resourceapi bsqlite "$work/resourceapi-base.db" "$work/resourceapi-base"
-	start_resourceapi bpg "$pg/$bpg_db?sslmode=disable" "$work/resourceapi-base"
+	start_resourceapi bpg "$(pg_dsn "$bpg_db")" "$work/resourceapi-base"
 	say "seed the baseline $baseline alike"
 	timeout 600 "$work/peers" seed -url "$bsqlite_url" -header "X-API-Key:$bsqlite_key" -users "$users" -posts "$posts"
 	timeout 600 "$work/peers" seed -url "$bpg_url" -header "X-API-Key:$bpg_key" -users "$users" -posts "$posts"
