@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"reflect"
+	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
@@ -395,6 +396,13 @@ func (l introspectionLimit) MutateOperationContext(ctx context.Context, opCtx *g
 // max.
 func introspectionFields(opCtx *graphql.OperationContext, schema *ast.Schema, max int) int {
 	if opCtx.Operation.Operation != ast.Query || schema.Query == nil {
+		return 0
+	}
+	// A field's name stands in the document's text as written (a name
+	// has no escapes, an alias does not replace it): a document without
+	// these two names selects no introspection, and the walk below, with
+	// its collection of fields, is not paid for every ordinary query.
+	if !strings.Contains(opCtx.RawQuery, "__schema") && !strings.Contains(opCtx.RawQuery, "__type") {
 		return 0
 	}
 	c := introspectionCounter{oc: opCtx, schema: schema, left: max}
