@@ -426,7 +426,10 @@ func (w *Worker) record(ctx context.Context) {
 func (w *Worker) attempt(ctx context.Context, d resourceapi.WebhookDelivery) outcome {
 	back := outcome{hook: d.WebhookID, id: d.ID}
 	hook, err := w.Store.Webhook(ctx, d.WebhookID)
-	if err != nil {
+	if err != nil || !hook.Enabled {
+		// Gone, or disabled since the claim: given back unattempted (a
+		// disabled endpoint's deliveries are claimed again only if it is
+		// enabled again).
 		return back
 	}
 	now := time.Now()

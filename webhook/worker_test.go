@@ -97,6 +97,13 @@ type hookSetup struct {
 // rule layer, and runs a worker with backoff b until the test ends.
 func startHooks(t *testing.T, r *hookReceiver, b webhook.Backoff, types ...string) *hookSetup {
 	t.Helper()
+	return startHooksWith(t, r, b, nil, types...)
+}
+
+// startHooksWith is startHooks with the worker's store wrapped by wrap
+// (when not nil).
+func startHooksWith(t *testing.T, r *hookReceiver, b webhook.Backoff, wrap func(*sqlite.DB) resourceapi.WebhookStore, types ...string) *hookSetup {
+	t.Helper()
 	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "test.db"), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +118,11 @@ func startHooks(t *testing.T, r *hookReceiver, b webhook.Backoff, types ...strin
 	}
 	r.setSecrets(hook.Secret)
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &webhook.Worker{Store: db, Service: service, Client: webhook.NewClient(opts), Backoff: b, Poll: 5 * time.Millisecond,
+	var store resourceapi.WebhookStore = db
+	if wrap != nil {
+		store = wrap(db)
+	}
+	w := &webhook.Worker{Store: store, Service: service, Client: webhook.NewClient(opts), Backoff: b, Poll: 5 * time.Millisecond,
 		Lease: time.Minute, HousekeepingEvery: 5 * time.Millisecond}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = w.Run(ctx) }()
@@ -295,5 +306,63 @@ func TestWorkerAdminOnly(t *testing.T) {
 	bad := []string{"nothings.*"}
 	if _, err := h.service.UpdateWebhook(context.Background(), resourceapi.SystemCaller(), h.hook.ID, resourceapi.WebhookInput{Types: &bad}); resourceapi.ErrorCode(err) != resourceapi.CodeValidation {
 		t.Errorf("types %v: %v, want a validation error", bad, err)
+	}
+}
+
+// disablingStore disables every endpoint it claims deliveries for, right
+// after the claim (as an administrator could while the deliveries wait in
+// the worker's queue), and reports what the worker then recorded or gave
+// back.
+type disablingStore struct {
+	*sqlite.DB
+	attempted, released chan int
+}
+
+func (s *disablingStore) ClaimWebhookDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, room func(int64) int) ([]resourceapi.WebhookDelivery, error) {
+	ds, err := s.DB.ClaimWebhookDeliveries(ctx, owner, now, lease, room)
+	for _, d := range ds {
+		if _, err := s.DB.UpdateWebhook(ctx, d.WebhookID, func(w *resourceapi.Webhook) error { w.Enabled = false; return nil }); err != nil {
+			return nil, err
+		}
+	}
+	return ds, err
+}
+
+func (s *disablingStore) FinishWebhookDeliveries(ctx context.Context, attempts []resourceapi.WebhookAttempt) error {
+	if len(attempts) > 0 {
+		s.attempted <- len(attempts)
+	}
+	return s.DB.FinishWebhookDeliveries(ctx, attempts)
+}
+
+func (s *disablingStore) ReleaseWebhookDeliveries(ctx context.Context, owner string, ids []int64) error {
+	err := s.DB.ReleaseWebhookDeliveries(ctx, owner, ids)
+	if len(ids) > 0 {
+		s.released <- len(ids)
+	}
+	return err
+}
+
+// TestWorkerSkipsDisabledEndpoint: a delivery claimed before its endpoint
+// was disabled is given back unattempted, not sent: a disabled endpoint
+// receives nothing more, even what an instance had already queued.
+func TestWorkerSkipsDisabledEndpoint(t *testing.T) {
+	r := newHookReceiver(t, 0)
+	store := &disablingStore{attempted: make(chan int, 100), released: make(chan int, 100)}
+	h := startHooksWith(t, r, quick, func(db *sqlite.DB) resourceapi.WebhookStore { store.DB = db; return store }, "products.*")
+	h.product(t, 1)
+	select {
+	case n := <-store.attempted:
+		t.Fatalf("the worker sent %d deliveries to an endpoint disabled after their claim (receiver got %d requests)", n, len(r.received()))
+	case <-store.released:
+	case <-time.After(time.Minute):
+		t.Fatal("waited a minute for the worker to send or give back the claimed delivery")
+	}
+	if got := r.received(); len(got) != 0 {
+		t.Fatalf("the disabled endpoint received %d requests", len(got))
+	}
+	ds := h.deliveries(t)
+	if len(ds) != 1 || ds[0].State != resourceapi.DeliveryPending || ds[0].Attempts != 0 {
+		t.Fatalf("deliveries %+v; want the one delivery pending, unattempted", ds)
 	}
 }
