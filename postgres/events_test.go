@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"sync"
 	"testing"
@@ -22,6 +23,19 @@ func mustOpen(t *testing.T, url string) *postgres.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// mustOpenRaw opens url with database/sql, beside the store, for a test's
+// own statements and transactions (another instance, a hand-written
+// writer), closed when the test ends.
+func mustOpenRaw(t *testing.T, url string) *sql.DB {
+	t.Helper()
+	raw, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	return raw
 }
 
 // countingPublisher stands for an engine shared by instances: it counts

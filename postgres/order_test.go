@@ -65,11 +65,7 @@ func beginEvent(t *testing.T, raw *sql.DB) (*sql.Tx, int64) {
 func TestEventIDsInCommitOrder(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	db := mustOpen(t, url)
-	raw, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := mustOpenRaw(t, url)
 	mustUser(t, db, "first@example.com")
 	ctx := context.Background()
 
@@ -157,11 +153,7 @@ func TestEventIDsInCommitOrder(t *testing.T) {
 func TestEventWritersDoNotWait(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	db := mustOpen(t, url)
-	raw, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := mustOpenRaw(t, url)
 	mustUser(t, db, "first@example.com")
 
 	tx1, id1 := beginEvent(t, raw)
@@ -205,11 +197,7 @@ func ids(evs []resourceapi.Event) []int64 {
 func TestRelaysPublishInIDOrder(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	a, b := mustOpen(t, url), mustOpen(t, url)
-	raw, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := mustOpenRaw(t, url)
 	for i := range 2 {
 		mustUser(t, a, fmt.Sprintf("u%d@example.com", i))
 	}
@@ -267,11 +255,7 @@ func TestRelaysPublishInIDOrder(t *testing.T) {
 func TestRelayDoesNotHoldWritersBack(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	db := mustOpen(t, url)
-	raw, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := mustOpenRaw(t, url)
 	mustUser(t, db, "first@example.com")
 	ctx := context.Background()
 	mustPublishAll(t, db)
@@ -348,11 +332,7 @@ func mustPublishAll(t *testing.T, db interface {
 func TestInterruptedRelay(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	db := mustOpen(t, url)
-	raw, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := mustOpenRaw(t, url)
 	mustUser(t, db, "first@example.com")
 	mustPublishAll(t, db)
 

@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"database/sql"
 	"slices"
 	"strconv"
 	"testing"
@@ -23,11 +22,7 @@ import (
 func TestFanOutInRecordOrder(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	db := mustOpen(t, url)
-	raw, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := mustOpenRaw(t, url)
 	ctx := context.Background()
 	hook, err := db.CreateWebhook(ctx, resourceapi.Webhook{URL: "https://hooks.example.com/in", Types: []string{"users.*"},
 		Enabled: true, Secret: "whsec_dGVzdHRlc3R0ZXN0dGVzdHRlc3R0ZXN0"})
