@@ -139,13 +139,7 @@ func (r row) Scan(dest ...any) error {
 		}
 		return pgx.ErrNoRows
 	}
-	var err error
-	if hasFields(dest) {
-		err = scanFields(r.rows, dest)
-	} else {
-		err = r.rows.Scan(dest...)
-	}
-	if err != nil {
+	if err := (rows{r.rows}).Scan(dest...); err != nil {
 		return err
 	}
 	r.rows.Close()

@@ -203,7 +203,7 @@ func (v *value) Scan(src any) error {
 		default:
 			return fmt.Errorf("scan %T into list", src)
 		}
-		list, err := decodeStrings(raw)
+		list, err := DecodeStrings(raw)
 		if err != nil {
 			return fmt.Errorf("scan list: %w", err)
 		}
@@ -229,13 +229,14 @@ func (v *value) Scan(src any) error {
 	return nil
 }
 
-// decodeStrings decodes a stored list, a JSON array of strings
+// DecodeStrings decodes a stored list, a JSON array of strings
 // (EncodeStrings; PostgreSQL's jsonb prints a space after each comma), as
 // json.Unmarshal into a []string{} does. The common case, strings without
 // escapes, is read here without encoding/json's reflection (it was 7% of
 // the server's CPU for a page of 20 users); anything else goes to
-// json.Unmarshal.
-func decodeStrings(raw []byte) ([]string, error) {
+// json.Unmarshal. Drivers that decode a list's column themselves
+// (FieldValue) use it too.
+func DecodeStrings(raw []byte) ([]string, error) {
 	if list, ok := plainStrings(raw); ok {
 		return list, nil
 	}
@@ -245,10 +246,6 @@ func decodeStrings(raw []byte) ([]string, error) {
 	}
 	return list, nil
 }
-
-// DecodeStrings is decodeStrings, for a driver that decodes a stored
-// list's column itself (FieldValue).
-func DecodeStrings(raw []byte) ([]string, error) { return decodeStrings(raw) }
 
 // plainStrings reads raw as a JSON array of strings that hold no escape, no
 // control character and only valid UTF-8 (which json.Unmarshal would
