@@ -392,6 +392,9 @@ func (r batchRows) Next() bool {
 	if r.rows.Next() {
 		return true
 	}
+	// The rows first: closing the batch gives the connection back to the
+	// pool, and the rows must not touch it after that.
+	r.rows.Rows.Close()
 	r.br.Close()
 	return false
 }
@@ -400,6 +403,7 @@ func (r batchRows) Err() error {
 	if err := r.rows.Err(); err != nil {
 		return err
 	}
+	r.rows.Rows.Close() // before the batch gives the connection back
 	return r.br.Close() // closed already: the batch's error, if any
 }
 
