@@ -1,6 +1,8 @@
 package graph
 
 // The schema and resolvers of the declared resources come from their
-// declarations (internal/graphgen), then gqlgen compiles both schemas.
+// declarations (internal/graphgen), then gqlgen compiles both schemas, and
+// its lists are marshaled by marshalList (lists.go, internal/graphgen/cmd/lists).
 //go:generate go run ../internal/graphgen/cmd/graphgen
 //go:generate go tool gqlgen generate --config gqlgen.yml
+//go:generate go run ../internal/graphgen/cmd/lists generated.go

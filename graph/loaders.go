@@ -30,6 +30,12 @@ type loaders struct {
 	posts *dataloadgen.Loader[postsKey, []resourceapi.Record]
 	// fetchPosts is the posts loader's fetch, for prefetchPosts.
 	fetchPosts func(ctx context.Context, keys []postsKey) ([][]resourceapi.Record, []error)
+	// postsFailed holds the errors of the keys prefetchPosts read, which
+	// the loader cannot be primed with: their fields fail with them, as
+	// they would with their own load, without a read or a wait of their
+	// own (which lists.go's marshalList would run one after another).
+	mu          sync.Mutex
+	postsFailed map[postsKey]error
 }
 
 // postsKey is a User.posts field: the author and the field's arguments.
@@ -247,11 +253,36 @@ func (ld *loaders) prefetchPosts(ctx context.Context, users []*User) {
 	}
 	lists, errs := ld.fetchPosts(ctx, keys)
 	for i, k := range keys {
-		if errs != nil && errs[i] != nil {
-			continue // the field's own load reports it
+		// One error stands for every key (dataloadgen's convention).
+		var err error
+		if len(errs) == 1 {
+			err = errs[0]
+		} else if i < len(errs) {
+			err = errs[i]
+		}
+		if err != nil {
+			ld.mu.Lock()
+			if ld.postsFailed == nil {
+				ld.postsFailed = make(map[postsKey]error)
+			}
+			ld.postsFailed[k] = err
+			ld.mu.Unlock()
+			continue
 		}
 		ld.posts.Prime(k, lists[i])
 	}
+}
+
+// loadPosts returns the posts of k: what prefetchPosts read, else through
+// the loader.
+func (ld *loaders) loadPosts(ctx context.Context, k postsKey) ([]resourceapi.Record, error) {
+	ld.mu.Lock()
+	err := ld.postsFailed[k]
+	ld.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return ld.posts.Load(ctx, k)
 }
 
 // prefetchAuthors reads the authors of posts in one batch, when the query

@@ -296,7 +296,7 @@ func (r userResolver) Posts(ctx context.Context, obj *User, limit, offset *int) 
 		return nil, err
 	}
 	l, o := postsArgs(limit, offset)
-	recs, err := loadersFrom(ctx).posts.Load(ctx, postsKey{obj.id, l, o})
+	recs, err := loadersFrom(ctx).loadPosts(ctx, postsKey{obj.id, l, o})
 	if err != nil {
 		return nil, err
 	}
