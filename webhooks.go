@@ -126,6 +126,42 @@ type WebhookAttempt struct {
 	Next  time.Time
 }
 
+// WebhookRound is what one write transaction of a webhook worker does
+// (WebhookStore.RunWebhookRound), in this order: it records Attempts (as
+// FinishWebhookDeliveries), gives back Release (as
+// ReleaseWebhookDeliveries), fans out at most FanOut events by Fan (as
+// FanOutWebhookEvents), then claims at most Room(endpoint) deliveries of
+// each endpoint (as ClaimWebhookDeliveries), those the fan-out just made
+// included. On SQLite every write transaction of the worker shares the one
+// writer, and its fsync, with the requests' writes: a round is one of them
+// where the four operations were four.
+type WebhookRound struct {
+	// Owner names the instance in leases.
+	Owner    string
+	Attempts []WebhookAttempt
+	Release  []int64
+	// FanOut is how many events to fan out at most; 0: none.
+	FanOut int
+	Fan    func([]Webhook, []Event) ([]WebhookDelivery, error)
+	// Room, when not nil, says how many deliveries of an endpoint to
+	// claim, due at Now, leased until Now+Lease. It is called at most once
+	// per endpoint and round.
+	Room  func(webhook int64) int
+	Now   time.Time
+	Lease time.Duration
+}
+
+// WebhookRoundResult is what a round did.
+type WebhookRoundResult struct {
+	// Wrote says whether the round ran its write transaction: a round with
+	// nothing to record, fan out or claim writes nothing.
+	Wrote bool
+	// FannedOut is how many events the round fanned out.
+	FannedOut int
+	// Claimed are the deliveries it leased to Owner, oldest first.
+	Claimed []WebhookDelivery
+}
+
 // WebhookStore keeps webhook endpoints and their deliveries. Each method is
 // one transaction.
 type WebhookStore interface {
@@ -180,6 +216,9 @@ type WebhookStore interface {
 	// ReleaseWebhookDeliveries gives back, unattempted, the deliveries of
 	// ids that owner holds, for any instance to claim again.
 	ReleaseWebhookDeliveries(ctx context.Context, owner string, ids []int64) error
+	// RunWebhookRound does what r says in one transaction, or none when
+	// there is nothing to record, fan out or claim (it reads first).
+	RunWebhookRound(ctx context.Context, r WebhookRound) (WebhookRoundResult, error)
 	// DisableFailingWebhooks disables the enabled endpoints failing since
 	// before cutoff, with reason, dead-letters their pending deliveries
 	// first attempted before cutoff, and returns them.

@@ -389,9 +389,16 @@ func provider(db *sql.DB, fsys fs.FS) (*goose.Provider, error) {
 		goose.WithGoMigrations(goMigrations()...))
 }
 
+// WriteTransactions returns how many write transactions the store has
+// committed since Open (each with a write that succeeded; with SyncFull,
+// one fsync each, whatever number of writes it grouped): for tests and
+// benchmarks that count them.
+func (db *DB) WriteTransactions() int64 { return db.writer.commits.Load() }
+
 // Close marks published the events the relay published since its last
 // mark, stops the writer after the writes under way and closes the
 // connections. No call of the store may be under way or follow.
+
 func (db *DB) Close() error {
 	flushErr := db.FlushEvents(context.Background())
 	db.writer.close()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/resourceapi/resourceapi/sqlstore"
 )
@@ -35,6 +36,9 @@ type groupWriter struct {
 	quit    chan struct{}
 	stopped chan struct{}
 	once    sync.Once
+	// commits counts the transactions committed with a successful write
+	// (DB.WriteTransactions).
+	commits atomic.Int64
 }
 
 type job struct {
@@ -234,6 +238,9 @@ func (w *groupWriter) end(ctx context.Context, commit, wrote bool) error {
 	clear(w.tx.after)
 	w.tx.after = w.tx.after[:0]
 	if commit && err == nil {
+		if wrote {
+			w.commits.Add(1)
+		}
 		// Should the check fail, reads run their own.
 		w.watch.committed(ctx, wrote)
 	}

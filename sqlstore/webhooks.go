@@ -377,8 +377,199 @@ func (s *Store) ReplayWebhookDeliveries(ctx context.Context, id, delivery int64,
 	return out, nil
 }
 
-// FanOutWebhookEvents implements resourceapi.WebhookStore. One
-// transaction fans out at a time, across instances (Lock(LockFanOut) on
+// FanOutWebhookEvents implements resourceapi.WebhookStore: a round that
+// only fans out (see RunWebhookRound and fanOut).
+func (s *Store) FanOutWebhookEvents(ctx context.Context, limit int, fan func([]resourceapi.Webhook, []resourceapi.Event) ([]resourceapi.WebhookDelivery, error)) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	res, err := s.RunWebhookRound(ctx, resourceapi.WebhookRound{FanOut: limit, Fan: fan})
+	if err != nil {
+		return 0, fmt.Errorf("fan out events to webhooks: %w", err)
+	}
+	return res.FannedOut, nil
+}
+
+// ClaimWebhookDeliveries implements resourceapi.WebhookStore: a round that
+// only claims.
+func (s *Store) ClaimWebhookDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, room func(int64) int) ([]resourceapi.WebhookDelivery, error) {
+	res, err := s.RunWebhookRound(ctx, resourceapi.WebhookRound{Owner: owner, Room: room, Now: now, Lease: lease})
+	if err != nil {
+		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
+	}
+	return res.Claimed, nil
+}
+
+// FinishWebhookDeliveries implements resourceapi.WebhookStore: a round
+// that only records attempts.
+func (s *Store) FinishWebhookDeliveries(ctx context.Context, attempts []resourceapi.WebhookAttempt) error {
+	if _, err := s.RunWebhookRound(ctx, resourceapi.WebhookRound{Attempts: attempts}); err != nil {
+		return fmt.Errorf("finish %d webhook deliveries: %w", len(attempts), err)
+	}
+	return nil
+}
+
+// ReleaseWebhookDeliveries implements resourceapi.WebhookStore: a round
+// that only gives deliveries back.
+func (s *Store) ReleaseWebhookDeliveries(ctx context.Context, owner string, ids []int64) error {
+	if _, err := s.RunWebhookRound(ctx, resourceapi.WebhookRound{Owner: owner, Release: ids}); err != nil {
+		return fmt.Errorf("release webhook deliveries: %w", err)
+	}
+	return nil
+}
+
+// RunWebhookRound implements resourceapi.WebhookStore. A round with
+// nothing to record reads first whether there is anything to fan out or
+// claim (an endpoint enabled and an event not fanned out; an endpoint with
+// a claimable delivery and room for it), and writes nothing when there is
+// not: a write transaction per event would cost every write its share of
+// an fsync. Otherwise one transaction does it all.
+func (s *Store) RunWebhookRound(ctx context.Context, r resourceapi.WebhookRound) (resourceapi.WebhookRoundResult, error) {
+	now := resourceapi.Timestamp(r.Now)
+	if r.Fan == nil {
+		r.FanOut = 0
+	}
+	// Room is called once per endpoint, though a read or a write may run
+	// more than once.
+	rooms := map[int64]int{}
+	room := func(hook int64) int {
+		n, ok := rooms[hook]
+		if !ok {
+			n = max(r.Room(hook), 0)
+			rooms[hook] = n
+		}
+		return n
+	}
+	var res resourceapi.WebhookRoundResult
+	// claimAll: claim from every enabled endpoint with room, rather than
+	// only from claimHooks (what the read found), since the round writes
+	// anyway and its fan-out may make deliveries to claim.
+	claimAll := len(r.Attempts) > 0 || len(r.Release) > 0
+	var claimHooks []int64
+	if !claimAll && r.FanOut == 0 && r.Room == nil {
+		return res, nil
+	}
+	if !claimAll {
+		err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
+			claimHooks = nil
+			var err error
+			if r.FanOut > 0 {
+				if claimAll, err = s.fanOutWork(ctx, q); err != nil || claimAll {
+					return err
+				}
+			}
+			if r.Room != nil {
+				claimHooks, err = s.claimWork(ctx, q, now, room)
+			}
+			return err
+		})
+		if err != nil {
+			return res, fmt.Errorf("webhook round: %w", err)
+		}
+		if !claimAll && len(claimHooks) == 0 {
+			return res, nil
+		}
+	}
+	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
+		res = resourceapi.WebhookRoundResult{Wrote: true}
+		// left: what remains of each endpoint's room in this run.
+		left := map[int64]int{}
+		take := func(hook int64, n int) int {
+			if r.Room == nil {
+				return 0
+			}
+			if _, ok := left[hook]; !ok {
+				left[hook] = room(hook)
+			}
+			n = min(n, left[hook])
+			left[hook] -= n
+			return n
+		}
+		if err := s.finishAttempts(ctx, tx, r.Attempts); err != nil {
+			return err
+		}
+		if err := s.releaseDeliveries(ctx, tx, r.Owner, r.Release); err != nil {
+			return err
+		}
+		claimNow := now
+		if r.FanOut > 0 {
+			n, at, claimed, err := s.fanOut(ctx, tx, r.FanOut, r.Fan, r.Owner, r.Lease, take)
+			if err != nil {
+				return err
+			}
+			// The deliveries just made are due when they were made, by
+			// the store's clock.
+			res.FannedOut, res.Claimed = n, claimed
+			if at.After(claimNow) {
+				claimNow = at
+			}
+		}
+		if r.Room == nil {
+			return nil
+		}
+		hooks := claimHooks
+		if claimAll {
+			var err error
+			if hooks, err = s.enabledWebhooks(ctx, tx); err != nil {
+				return err
+			}
+		}
+		more, err := s.claimDeliveries(ctx, tx, r.Owner, claimNow, r.Lease, hooks, take)
+		if err != nil {
+			return err
+		}
+		res.Claimed = append(res.Claimed, more...)
+		// RETURNING gives no order.
+		slices.SortFunc(res.Claimed, func(a, b resourceapi.WebhookDelivery) int { return cmp.Compare(a.ID, b.ID) })
+		return nil
+	})
+	if err != nil {
+		return resourceapi.WebhookRoundResult{}, fmt.Errorf("webhook round: %w", err)
+	}
+	return res, nil
+}
+
+// fanOutWork says whether an endpoint is enabled and an event waits to be
+// fanned out.
+func (s *Store) fanOutWork(ctx context.Context, q Querier) (bool, error) {
+	var one int
+	err := q.QueryRowContext(ctx, "SELECT 1 FROM webhooks WHERE enabled = "+s.dialect.Bool(true)+
+		" AND EXISTS (SELECT 1 FROM events WHERE hooked_at IS NULL) LIMIT 1").Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// enabledWebhooks returns the ids of the enabled endpoints, in id order.
+func (s *Store) enabledWebhooks(ctx context.Context, q Querier) ([]int64, error) {
+	rows, err := q.QueryContext(ctx, "SELECT id FROM webhooks WHERE enabled = "+s.dialect.Bool(true)+" ORDER BY id")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// fanOut takes the oldest events not yet fanned out, at most limit, calls
+// fan with them and the enabled endpoints, stores the deliveries it returns
+// (due at once) and marks the events fanned out, in tx. It leases to owner
+// as it inserts them, until lease from now, the deliveries that may be
+// claimed at once (each the oldest pending delivery of its record to its
+// endpoint), as many of each endpoint's as take(endpoint, n) grants: a
+// delivery claimed as it is made costs no update of its row. It returns
+// how many events it took, when the deliveries are due, and those it
+// leased.
+//
+// One transaction fans out at a time, across instances (Lock(LockFanOut) on
 // PostgreSQL; SQLite serialises write transactions), and reads the events
 // after it has the lock, so that a record's deliveries are created in the
 // order of its events: with instances taking distinct events at once (SKIP
@@ -387,76 +578,118 @@ func (s *Store) ReplayWebhookDeliveries(ctx context.Context, id, delivery int64,
 // first. Events are read in the transaction that marks them, so an event
 // that commits after a later one is taken when it is there, never skipped
 // (a record's own events commit in id order: its row lock orders them).
-func (s *Store) FanOutWebhookEvents(ctx context.Context, limit int, fan func([]resourceapi.Webhook, []resourceapi.Event) ([]resourceapi.WebhookDelivery, error)) (int, error) {
-	// A read first: without an enabled endpoint, or without an event to
-	// fan out, nothing is written (a write transaction per event would
-	// cost every write its share of an fsync).
-	var work bool
-	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
-		var one int
-		err := q.QueryRowContext(ctx, "SELECT 1 FROM webhooks WHERE enabled = "+s.dialect.Bool(true)+
-			" AND EXISTS (SELECT 1 FROM events WHERE hooked_at IS NULL) LIMIT 1").Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
-		}
-		work = err == nil
-		return err
-	})
-	if err != nil || !work {
-		return 0, err
+func (s *Store) fanOut(ctx context.Context, tx Tx, limit int, fan func([]resourceapi.Webhook, []resourceapi.Event) ([]resourceapi.WebhookDelivery, error),
+	owner string, lease time.Duration, take func(int64, int) int) (int, time.Time, []resourceapi.WebhookDelivery, error) {
+	fail := func(err error) (int, time.Time, []resourceapi.WebhookDelivery, error) {
+		return 0, time.Time{}, nil, err
 	}
-	var n int
-	err = s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
-		n = 0
-		if lock := s.dialect.Lock(LockFanOut); lock != "" {
-			if _, err := tx.ExecContext(ctx, lock); err != nil {
-				return err
-			}
+	// Without work, no lock: a round that records attempts does not hold
+	// other instances' fan-outs back.
+	if work, err := s.fanOutWork(ctx, tx); err != nil || !work {
+		return fail(err)
+	}
+	if lock := s.dialect.Lock(LockFanOut); lock != "" {
+		if _, err := tx.ExecContext(ctx, lock); err != nil {
+			return fail(err)
 		}
-		hooks, err := s.webhooks(ctx, tx, "enabled = "+s.dialect.Bool(true), resourceapi.MaxWebhooks)
-		if err != nil || len(hooks) == 0 {
-			return err
-		}
-		now := resourceapi.Timestamp(s.now())
-		rows, err := tx.QueryContext(ctx, "SELECT "+eventColumns+" FROM events WHERE hooked_at IS NULL ORDER BY id LIMIT "+
-			s.dialect.Placeholder(1), limit)
-		if err != nil {
-			return err
-		}
-		events, err := scanEvents(rows)
-		rows.Close()
-		if err != nil || len(events) == 0 {
-			return err
-		}
-		deliveries, err := fan(hooks, events)
-		if err != nil {
-			return err
-		}
+	}
+	hooks, err := s.webhooks(ctx, tx, "enabled = "+s.dialect.Bool(true), resourceapi.MaxWebhooks)
+	if err != nil || len(hooks) == 0 {
+		return fail(err)
+	}
+	now := resourceapi.Timestamp(s.now())
+	rows, err := tx.QueryContext(ctx, "SELECT "+eventColumns+" FROM events WHERE hooked_at IS NULL ORDER BY id LIMIT "+
+		s.dialect.Placeholder(1), limit)
+	if err != nil {
+		return fail(err)
+	}
+	events, err := scanEvents(rows)
+	rows.Close()
+	if err != nil || len(events) == 0 {
+		return fail(err)
+	}
+	deliveries, err := fan(hooks, events)
+	if err != nil {
+		return fail(err)
+	}
+	// waiting: the records (endpoint and record key) whose next delivery
+	// must wait for one pending before it, in the table or made earlier
+	// in this batch.
+	type key struct {
+		hook   int64
+		record string
+	}
+	waiting := map[key]bool{}
+	if len(deliveries) > 0 {
+		q := s.newQuery()
+		var hookIDs []int64
+		keys := make([]string, 0, len(deliveries))
+		seen := map[string]bool{}
 		for _, d := range deliveries {
-			q := s.newQuery()
-			q.WriteString("INSERT INTO webhook_deliveries (webhook_id, event_id, event_type, message_id, record_key, body, state, next_attempt_at, created_at) VALUES (" +
-				join([]string{q.Arg(d.WebhookID), q.Arg(d.EventID), q.Arg(d.EventType), q.Arg(d.MessageID), q.Arg(d.RecordKey), q.Arg(string(d.Body)),
-					q.Arg(resourceapi.DeliveryPending), q.Arg(now), q.Arg(now)}) + ")")
-			if _, err := tx.ExecContext(ctx, q.String(), q.args...); err != nil {
-				return err
+			if !slices.Contains(hookIDs, d.WebhookID) {
+				hookIDs = append(hookIDs, d.WebhookID)
+			}
+			if !seen[d.RecordKey] {
+				seen[d.RecordKey] = true
+				keys = append(keys, q.Arg(d.RecordKey))
 			}
 		}
-		ids := make([]string, len(events))
-		for i, ev := range events {
-			ids[i] = strconv.FormatInt(ev.ID, 10)
+		// The index of pending deliveries leads with the endpoint.
+		q.WriteString("SELECT DISTINCT webhook_id, record_key FROM webhook_deliveries WHERE webhook_id IN (" + q.ints(hookIDs) +
+			") AND record_key IN (" + strings.Join(keys, ", ") + ") AND state = " + q.Arg(resourceapi.DeliveryPending))
+		rows, err := tx.QueryContext(ctx, q.String(), q.args...)
+		if err != nil {
+			return fail(err)
+		}
+		for rows.Next() {
+			var k key
+			if err := rows.Scan(&k.hook, &k.record); err != nil {
+				rows.Close()
+				return fail(err)
+			}
+			waiting[k] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fail(err)
+		}
+	}
+	var claimed []resourceapi.WebhookDelivery
+	for _, d := range deliveries {
+		k := key{d.WebhookID, d.RecordKey}
+		claim := !waiting[k] && take(d.WebhookID, 1) == 1
+		waiting[k] = true
+		owned, until := "", any(nil)
+		if claim {
+			owned, until = owner, resourceapi.Timestamp(now.Add(lease))
 		}
 		q := s.newQuery()
-		q.WriteString("UPDATE events SET hooked_at = " + q.Arg(now) + " WHERE id IN (" + strings.Join(ids, ", ") + ")")
-		if _, err := tx.ExecContext(ctx, q.String(), q.args...); err != nil {
-			return err
+		q.WriteString("INSERT INTO webhook_deliveries (webhook_id, event_id, event_type, message_id, record_key, body, state, next_attempt_at, created_at, lease_owner, lease_until) VALUES (" +
+			join([]string{q.Arg(d.WebhookID), q.Arg(d.EventID), q.Arg(d.EventType), q.Arg(d.MessageID), q.Arg(d.RecordKey), q.Arg(string(d.Body)),
+				q.Arg(resourceapi.DeliveryPending), q.Arg(now), q.Arg(now), q.Arg(owned), q.Arg(until)}) + ")")
+		if !claim {
+			if _, err := tx.ExecContext(ctx, q.String(), q.args...); err != nil {
+				return fail(err)
+			}
+			continue
 		}
-		n = len(events)
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("fan out events to webhooks: %w", err)
+		q.WriteString(" RETURNING id")
+		if err := tx.QueryRowContext(ctx, q.String(), q.args...).Scan(&d.ID); err != nil {
+			return fail(err)
+		}
+		d.State, d.NextAttemptAt, d.CreatedAt = resourceapi.DeliveryPending, now, now
+		claimed = append(claimed, d)
 	}
-	return n, nil
+	ids := make([]string, len(events))
+	for i, ev := range events {
+		ids[i] = strconv.FormatInt(ev.ID, 10)
+	}
+	q := s.newQuery()
+	q.WriteString("UPDATE events SET hooked_at = " + q.Arg(now) + " WHERE id IN (" + strings.Join(ids, ", ") + ")")
+	if _, err := tx.ExecContext(ctx, q.String(), q.args...); err != nil {
+		return fail(err)
+	}
+	return len(events), now, claimed, nil
 }
 
 // claimable is the condition (on webhook_deliveries d) of a delivery that
@@ -473,163 +706,156 @@ func (s *Store) claimable(q *Query, now time.Time) string {
 		" AND e.state = " + q.Arg(resourceapi.DeliveryPending) + " AND e.id < d.id)"
 }
 
-// ClaimWebhookDeliveries implements resourceapi.WebhookStore: a read
-// first (which endpoints have a delivery to claim), so that a worker with
-// nothing to do, or no room, writes nothing; then one transaction that
-// leases each endpoint's share.
-func (s *Store) ClaimWebhookDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, room func(int64) int) ([]resourceapi.WebhookDelivery, error) {
-	now = resourceapi.Timestamp(now)
-	type share struct{ hook, n int64 }
-	var shares []share
-	err := s.reader.Read(ctx, func(ctx context.Context, tx Querier) error {
+// claimWork returns the enabled endpoints that have a delivery to claim at
+// now and room for it.
+func (s *Store) claimWork(ctx context.Context, tx Querier, now time.Time, room func(int64) int) ([]int64, error) {
+	q := s.newQuery()
+	q.WriteString("SELECT w.id FROM webhooks w WHERE w.enabled = " + s.dialect.Bool(true) +
+		" AND EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.webhook_id = w.id AND " + s.claimable(q, now) + ") ORDER BY w.id")
+	rows, err := tx.QueryContext(ctx, q.String(), q.args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		if room(id) > 0 {
+			out = append(out, id)
+		}
+	}
+	return out, rows.Err()
+}
+
+// claimDeliveries leases to owner, in tx, the claimable deliveries of each
+// of hooks, as many as take(hook, all) grants, and returns them.
+func (s *Store) claimDeliveries(ctx context.Context, tx Tx, owner string, now time.Time, lease time.Duration, hooks []int64, take func(int64, int) int) ([]resourceapi.WebhookDelivery, error) {
+	var out []resourceapi.WebhookDelivery
+	for _, hook := range hooks {
+		n := take(hook, maxClaim)
+		if n <= 0 {
+			continue
+		}
 		q := s.newQuery()
-		q.WriteString("SELECT w.id FROM webhooks w WHERE w.enabled = " + s.dialect.Bool(true) +
-			" AND EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.webhook_id = w.id AND " + s.claimable(q, now) + ") ORDER BY w.id")
+		q.WriteString("UPDATE webhook_deliveries SET lease_owner = " + q.Arg(owner) + ", lease_until = " + q.Arg(now.Add(lease)) +
+			" WHERE id IN (SELECT d.id FROM webhook_deliveries d WHERE d.webhook_id = " + q.Arg(hook) + " AND " + s.claimable(q, now) +
+			" ORDER BY d.id LIMIT " + q.Arg(int64(n)) + s.dialect.SkipLocked() + ") RETURNING " + deliveryColumns)
 		rows, err := tx.QueryContext(ctx, q.String(), q.args...)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			if n := room(id); n > 0 {
-				shares = append(shares, share{id, int64(n)})
-			}
+		got, err := scanDeliveries(rows)
+		if err != nil {
+			return nil, err
 		}
-		return rows.Err()
-	})
-	if err != nil {
-		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
+		out = append(out, got...)
+		// What the claim did not find is room left.
+		take(hook, -(n - len(got)))
 	}
-	if len(shares) == 0 {
-		return nil, nil
-	}
-	var out []resourceapi.WebhookDelivery
-	err = s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
-		out = nil
-		for _, sh := range shares {
-			q := s.newQuery()
-			q.WriteString("UPDATE webhook_deliveries SET lease_owner = " + q.Arg(owner) + ", lease_until = " + q.Arg(now.Add(lease)) +
-				" WHERE id IN (SELECT d.id FROM webhook_deliveries d WHERE d.webhook_id = " + q.Arg(sh.hook) + " AND " + s.claimable(q, now) +
-				" ORDER BY d.id LIMIT " + q.Arg(sh.n) + s.dialect.SkipLocked() + ") RETURNING " + deliveryColumns)
-			rows, err := tx.QueryContext(ctx, q.String(), q.args...)
-			if err != nil {
-				return err
-			}
-			got, err := scanDeliveries(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, got...)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
-	}
-	// RETURNING gives no order.
-	slices.SortFunc(out, func(a, b resourceapi.WebhookDelivery) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
 }
 
-// FinishWebhookDeliveries implements resourceapi.WebhookStore.
-func (s *Store) FinishWebhookDeliveries(ctx context.Context, attempts []resourceapi.WebhookAttempt) error {
+// maxClaim bounds the deliveries of one endpoint one claim takes.
+const maxClaim = 10000
+
+// finishAttempts records attempts in tx: each updates its delivery (state,
+// count, last attempt) and releases its lease, is kept in the attempt log,
+// and moves its endpoint's failing_since. An attempt whose lease is no
+// longer its Owner's records nothing.
+func (s *Store) finishAttempts(ctx context.Context, tx Tx, attempts []resourceapi.WebhookAttempt) error {
 	if len(attempts) == 0 {
 		return nil
 	}
 	attempts = slices.Clone(attempts)
 	slices.SortStableFunc(attempts, func(a, b resourceapi.WebhookAttempt) int { return a.At.Compare(b.At) })
-	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
-		// failing: what the batch does to each endpoint's FailingSince, in
-		// the order of the attempts: cleared by a success, set by the
-		// first failure after it (or by the first, when none succeeded
-		// and it is not set yet).
-		type failing struct {
-			succeeded bool
-			since     time.Time
+	// failing: what the batch does to each endpoint's FailingSince, in
+	// the order of the attempts: cleared by a success, set by the
+	// first failure after it (or by the first, when none succeeded
+	// and it is not set yet).
+	type failing struct {
+		succeeded bool
+		since     time.Time
+	}
+	hooks := map[int64]*failing{}
+	var order []int64
+	log := s.newQuery()
+	log.WriteString("INSERT INTO webhook_attempts (delivery_id, attempted_at, status, latency_ms, response, state) VALUES ")
+	logged := 0
+	for _, a := range attempts {
+		at := resourceapi.Timestamp(a.At)
+		q := s.newQuery()
+		delivered := any(nil)
+		if a.State == resourceapi.DeliveryDelivered {
+			delivered = at
 		}
-		hooks := map[int64]*failing{}
-		var order []int64
-		log := s.newQuery()
-		log.WriteString("INSERT INTO webhook_attempts (delivery_id, attempted_at, status, latency_ms, response, state) VALUES ")
-		logged := 0
-		for _, a := range attempts {
-			at := resourceapi.Timestamp(a.At)
-			q := s.newQuery()
-			delivered := any(nil)
-			if a.State == resourceapi.DeliveryDelivered {
-				delivered = at
-			}
-			next := a.Next
-			if next.IsZero() {
-				next = at
-			}
-			q.WriteString("UPDATE webhook_deliveries SET state = " + q.Arg(a.State) + ", attempts = attempts + 1, last_status = " + q.Arg(int64(a.Status)) +
-				", last_latency_ms = " + q.Arg(a.Latency.Milliseconds()) + ", last_response = " + q.Arg(a.Response) +
-				", last_attempt_at = " + q.Arg(at) + ", first_attempt_at = COALESCE(first_attempt_at, " + q.Arg(at) + ")" +
-				", next_attempt_at = " + q.Arg(resourceapi.Timestamp(next)) + ", delivered_at = " + q.Arg(delivered) +
-				", lease_owner = '', lease_until = NULL WHERE id = " + q.Arg(a.DeliveryID) + " AND lease_owner = " + q.Arg(a.Owner) +
-				" RETURNING webhook_id")
-			var hook int64
-			err := tx.QueryRowContext(ctx, q.String(), q.args...).Scan(&hook)
-			if errors.Is(err, sql.ErrNoRows) {
-				continue // the lease expired and another instance took it
-			}
-			if err != nil {
-				return err
-			}
-			if logged > 0 {
-				log.WriteString(", ")
-			}
-			logged++
-			log.WriteString("(" + join([]string{log.Arg(a.DeliveryID), log.Arg(at), log.Arg(int64(a.Status)), log.Arg(a.Latency.Milliseconds()),
-				log.Arg(a.Response), log.Arg(a.State)}) + ")")
-			f := hooks[hook]
-			if f == nil {
-				f = &failing{}
-				hooks[hook] = f
-				order = append(order, hook)
-			}
-			switch {
-			case a.State == resourceapi.DeliveryDelivered:
-				f.succeeded, f.since = true, time.Time{}
-			case f.since.IsZero():
-				f.since = at
-			}
+		next := a.Next
+		if next.IsZero() {
+			next = at
+		}
+		q.WriteString("UPDATE webhook_deliveries SET state = " + q.Arg(a.State) + ", attempts = attempts + 1, last_status = " + q.Arg(int64(a.Status)) +
+			", last_latency_ms = " + q.Arg(a.Latency.Milliseconds()) + ", last_response = " + q.Arg(a.Response) +
+			", last_attempt_at = " + q.Arg(at) + ", first_attempt_at = COALESCE(first_attempt_at, " + q.Arg(at) + ")" +
+			", next_attempt_at = " + q.Arg(resourceapi.Timestamp(next)) + ", delivered_at = " + q.Arg(delivered) +
+			", lease_owner = '', lease_until = NULL WHERE id = " + q.Arg(a.DeliveryID) + " AND lease_owner = " + q.Arg(a.Owner) +
+			" RETURNING webhook_id")
+		var hook int64
+		err := tx.QueryRowContext(ctx, q.String(), q.args...).Scan(&hook)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // the lease expired and another instance took it
+		}
+		if err != nil {
+			return err
 		}
 		if logged > 0 {
-			if _, err := tx.ExecContext(ctx, log.String(), log.args...); err != nil {
-				return err
-			}
+			log.WriteString(", ")
 		}
-		for _, hook := range order {
-			f := hooks[hook]
-			q := s.newQuery()
-			switch {
-			case f.since.IsZero():
-				q.WriteString("UPDATE webhooks SET failing_since = NULL WHERE failing_since IS NOT NULL AND id = " + q.Arg(hook))
-			case f.succeeded:
-				q.WriteString("UPDATE webhooks SET failing_since = " + q.Arg(f.since) + " WHERE id = " + q.Arg(hook))
-			default:
-				q.WriteString("UPDATE webhooks SET failing_since = " + q.Arg(f.since) + " WHERE failing_since IS NULL AND id = " + q.Arg(hook))
-			}
-			if _, err := tx.ExecContext(ctx, q.String(), q.args...); err != nil {
-				return err
-			}
+		logged++
+		log.WriteString("(" + join([]string{log.Arg(a.DeliveryID), log.Arg(at), log.Arg(int64(a.Status)), log.Arg(a.Latency.Milliseconds()),
+			log.Arg(a.Response), log.Arg(a.State)}) + ")")
+		f := hooks[hook]
+		if f == nil {
+			f = &failing{}
+			hooks[hook] = f
+			order = append(order, hook)
 		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("finish %d webhook deliveries: %w", len(attempts), err)
+		switch {
+		case a.State == resourceapi.DeliveryDelivered:
+			f.succeeded, f.since = true, time.Time{}
+		case f.since.IsZero():
+			f.since = at
+		}
+	}
+	if logged > 0 {
+		if _, err := tx.ExecContext(ctx, log.String(), log.args...); err != nil {
+			return err
+		}
+	}
+	// In id order: two instances' rounds lock endpoints in the same order.
+	slices.Sort(order)
+	for _, hook := range order {
+		f := hooks[hook]
+		q := s.newQuery()
+		switch {
+		case f.since.IsZero():
+			q.WriteString("UPDATE webhooks SET failing_since = NULL WHERE failing_since IS NOT NULL AND id = " + q.Arg(hook))
+		case f.succeeded:
+			q.WriteString("UPDATE webhooks SET failing_since = " + q.Arg(f.since) + " WHERE id = " + q.Arg(hook))
+		default:
+			q.WriteString("UPDATE webhooks SET failing_since = " + q.Arg(f.since) + " WHERE failing_since IS NULL AND id = " + q.Arg(hook))
+		}
+		if _, err := tx.ExecContext(ctx, q.String(), q.args...); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// ReleaseWebhookDeliveries implements resourceapi.WebhookStore.
-func (s *Store) ReleaseWebhookDeliveries(ctx context.Context, owner string, ids []int64) error {
+// releaseDeliveries gives back, in tx, the deliveries of ids that owner
+// holds.
+func (s *Store) releaseDeliveries(ctx context.Context, tx Tx, owner string, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -637,19 +863,22 @@ func (s *Store) ReleaseWebhookDeliveries(ctx context.Context, owner string, ids 
 	for i, id := range ids {
 		list[i] = strconv.FormatInt(id, 10)
 	}
-	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
-		_, err := tx.ExecContext(ctx, "UPDATE webhook_deliveries SET lease_owner = '', lease_until = NULL WHERE lease_owner = "+
-			s.dialect.Placeholder(1)+" AND id IN ("+strings.Join(list, ", ")+")", owner)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("release webhook deliveries: %w", err)
-	}
-	return nil
+	_, err := tx.ExecContext(ctx, "UPDATE webhook_deliveries SET lease_owner = '', lease_until = NULL WHERE lease_owner = "+
+		s.dialect.Placeholder(1)+" AND id IN ("+strings.Join(list, ", ")+")", owner)
+	return err
 }
 
-// DisableFailingWebhooks implements resourceapi.WebhookStore.
+// DisableFailingWebhooks implements resourceapi.WebhookStore. It reads
+// first, and writes nothing when no endpoint is to be disabled.
 func (s *Store) DisableFailingWebhooks(ctx context.Context, cutoff time.Time, reason string) ([]resourceapi.Webhook, error) {
+	q := s.newQuery()
+	q.WriteString("SELECT 1 FROM webhooks WHERE enabled = " + s.dialect.Bool(true) + " AND failing_since < " + q.Arg(resourceapi.Timestamp(cutoff)) + " LIMIT 1")
+	if some, err := s.exists(ctx, q); err != nil || !some {
+		if err != nil {
+			return nil, fmt.Errorf("disable failing webhooks: %w", err)
+		}
+		return nil, nil
+	}
 	var out []resourceapi.Webhook
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		out = nil
@@ -692,8 +921,18 @@ func (s *Store) DisableFailingWebhooks(ctx context.Context, cutoff time.Time, re
 	return out, nil
 }
 
-// PurgeWebhookDeliveries implements resourceapi.WebhookStore.
+// PurgeWebhookDeliveries implements resourceapi.WebhookStore. It reads
+// first, and writes nothing when there is nothing to purge.
 func (s *Store) PurgeWebhookDeliveries(ctx context.Context, before time.Time, limit int) (int, error) {
+	q := s.newQuery()
+	q.WriteString("SELECT 1 FROM webhook_deliveries WHERE state <> " + q.Arg(resourceapi.DeliveryPending) +
+		" AND created_at < " + q.Arg(resourceapi.Timestamp(before)) + " LIMIT 1")
+	if some, err := s.exists(ctx, q); err != nil || !some {
+		if err != nil {
+			return 0, fmt.Errorf("purge webhook deliveries: %w", err)
+		}
+		return 0, nil
+	}
 	var n int
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		n = 0
@@ -733,4 +972,19 @@ func (s *Store) PurgeWebhookDeliveries(ctx context.Context, before time.Time, li
 		return 0, fmt.Errorf("purge webhook deliveries: %w", err)
 	}
 	return n, nil
+}
+
+// exists says whether q, a query for one row, finds one, in a read.
+func (s *Store) exists(ctx context.Context, q *Query) (bool, error) {
+	var some bool
+	err := s.reader.Read(ctx, func(ctx context.Context, tx Querier) error {
+		var one int
+		err := tx.QueryRowContext(ctx, q.String(), q.args...).Scan(&one)
+		some = err == nil
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	return some, err
 }

@@ -338,6 +338,46 @@ func testWebhooks(t *testing.T, open opener) {
 		}
 		checkAttemptsKept(t, ws, 0)
 	})
+
+	t.Run("Round", func(t *testing.T) {
+		s, ws := hooks(t)
+		a := mustWebhook(t, ws, "https://a.example/hook", true, "*")
+		cy := mustCreate(t, s, user("Cy", "cy@example.com"))
+		mustUpdate(t, s, cy.ID(), resourceapi.Record{"name": "Cyd"})
+		fan := func(hooks []resourceapi.Webhook, events []resourceapi.Event) ([]resourceapi.WebhookDelivery, error) {
+			var out []resourceapi.WebhookDelivery
+			for _, ev := range events {
+				out = append(out, resourceapi.WebhookDelivery{WebhookID: hooks[0].ID, EventID: ev.ID, EventType: ev.Name,
+					MessageID: fmt.Sprintf("evt_%d", ev.ID), RecordKey: fmt.Sprintf("%s/%d", ev.Resource, ev.Record.ID()), Body: []byte(`{}`)})
+			}
+			return out, nil
+		}
+		room := func(int64) int { return 10 }
+		// One round fans out both events and claims, in the same
+		// transaction, the delivery it just made that may go: Cy's
+		// creation (its update waits for it).
+		res, err := ws.RunWebhookRound(timeout(t), resourceapi.WebhookRound{Owner: "one", FanOut: 100, Fan: fan, Room: room, Now: time.Now(), Lease: time.Minute})
+		if err != nil || !res.Wrote || res.FannedOut != 2 || len(res.Claimed) != 1 || res.Claimed[0].EventType != "users.created" {
+			t.Fatalf("round = %+v, %v; want both events fanned out, the creation's delivery claimed", res, err)
+		}
+		created := res.Claimed[0]
+		// The next records its attempt and claims the update in the same
+		// transaction.
+		at := time.Now()
+		res, err = ws.RunWebhookRound(timeout(t), resourceapi.WebhookRound{Owner: "one", FanOut: 100, Fan: fan, Room: room, Now: at, Lease: time.Minute,
+			Attempts: []resourceapi.WebhookAttempt{{DeliveryID: created.ID, Owner: "one", At: at, Status: 204, State: resourceapi.DeliveryDelivered}}})
+		if err != nil || !res.Wrote || res.FannedOut != 0 || len(res.Claimed) != 1 || res.Claimed[0].EventType != "users.updated" {
+			t.Fatalf("round = %+v, %v; want the update's delivery claimed", res, err)
+		}
+		if d := mustDelivery(t, ws, a.ID, created.ID); d.State != resourceapi.DeliveryDelivered || len(d.History) != 1 {
+			t.Fatalf("the creation's delivery %+v; want delivered, its attempt kept", d)
+		}
+		// Nothing to record, fan out or claim: nothing written.
+		res, err = ws.RunWebhookRound(timeout(t), resourceapi.WebhookRound{Owner: "one", FanOut: 100, Fan: fan, Room: room, Now: time.Now(), Lease: time.Minute})
+		if err != nil || res.Wrote || res.FannedOut != 0 || len(res.Claimed) != 0 {
+			t.Fatalf("idle round = %+v, %v; want nothing written", res, err)
+		}
+	})
 }
 
 // sameAttempt compares the attempts as the log keeps them.

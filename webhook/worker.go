@@ -49,11 +49,16 @@ const (
 // beside the requests, never on their path: a write only commits its
 // event.
 //
-// Its own writes are few, because on SQLite they share the one writer with
-// the requests': one transaction claims a share of every endpoint's due
-// deliveries (Queue each), which it then sends Concurrency at a time, and
-// one transaction records the attempts that ended within FinishSettle of
-// each other (their outcome, and each attempt kept in the delivery log).
+// Its own writes are few, because on SQLite they share the one writer, and
+// its fsync, with the requests': the worker works in rounds, at most one
+// every Settle, and each round is one write transaction
+// (WebhookStore.RunWebhookRound), or none when there is nothing to do. A
+// round records the attempts that ended since the last (their outcome, and
+// each attempt kept in the delivery log), fans out the events committed
+// since, and claims a share of every endpoint's due deliveries (Queue
+// each), those it just made included, which the worker then sends
+// Concurrency at a time. So at any rate of events the worker makes at most
+// 1/Settle write transactions a second (20 by default).
 type Worker struct {
 	Store   resourceapi.WebhookStore
 	Service *resourceapi.Service
@@ -69,8 +74,10 @@ type Worker struct {
 	// Concurrency bounds the attempts under way to one endpoint from this
 	// instance.
 	Concurrency int
-	// Queue is how many deliveries of one endpoint the worker claims ahead
-	// (sent Concurrency at a time); default 4 × Concurrency. One that
+	// Queue is how many deliveries of one endpoint the worker holds (sent
+	// Concurrency at a time; claimed, under way, or ended and not yet
+	// recorded), and so at most how many it sends it per round; default
+	// 16 × Concurrency. One that
 	// waits so long in the queue that its lease could expire before its
 	// attempt ends is given back unattempted.
 	Queue int
@@ -79,14 +86,15 @@ type Worker struct {
 	Batch  int
 	Logger *slog.Logger
 	// Settle is how long the worker waits, once woken by an event, for
-	// the events that follow it, so that a burst of writes costs one
-	// fan-out transaction rather than one each (on SQLite, where the
-	// worker's transactions share the one writer with the requests');
-	// default 50 ms.
+	// the events that follow it, and the shortest time between two of its
+	// rounds, so that a burst of writes and of attempts costs one
+	// transaction rather than one each (on SQLite, where the worker's
+	// transactions share the one writer with the requests'); default
+	// 50 ms.
 	Settle time.Duration
 	// FinishSettle is how long the worker waits, once an attempt has
-	// ended, for others to end before recording them all in one
-	// transaction; default 20 ms.
+	// ended, for others to end before a round records them all (rounds
+	// stay Settle apart); default 20 ms.
 	FinishSettle time.Duration
 	// HousekeepingEvery is how often the worker disables failing endpoints
 	// and purges the delivery log; default a minute.
@@ -98,8 +106,10 @@ type Worker struct {
 	held     map[int64]int       // leases held (queued, under way, not yet recorded), by endpoint
 	total    int                 // attempts under way
 	allHeld  int
-	results  chan outcome
-	freed    func()
+	// ended are the outcomes the next round records; signalEnded tells
+	// the loop that one was added.
+	ended       []outcome
+	signalEnded func()
 }
 
 // claimed is a delivery the worker holds a lease on, and when it claimed
@@ -109,7 +119,7 @@ type claimed struct {
 	at time.Time
 }
 
-// outcome is what the recorder writes of a delivery held: an attempt, or
+// outcome is what a round records of a delivery held: an attempt, or
 // (attempt nil) the delivery given back unattempted.
 type outcome struct {
 	hook, id int64
@@ -130,7 +140,7 @@ func (w *Worker) defaults() {
 		w.Concurrency = DefaultConcurrency
 	}
 	if w.Queue < w.Concurrency {
-		w.Queue = 4 * w.Concurrency
+		w.Queue = 16 * w.Concurrency
 	}
 	if w.FinishSettle <= 0 {
 		w.FinishSettle = 20 * time.Millisecond
@@ -151,17 +161,17 @@ func (w *Worker) defaults() {
 		w.Logger = slog.New(slog.DiscardHandler)
 	}
 	w.queued, w.inflight, w.held = map[int64][]claimed{}, map[int64]int{}, map[int64]int{}
-	w.results = make(chan outcome, maxHeld)
 }
 
 // Run delivers until ctx ends, then waits for the attempts under way (each
-// bounded by the client's timeout) and returns. Failures of the store are
-// logged and retried at the next poll.
+// bounded by the client's timeout), records them and returns. Failures of
+// the store are logged and retried at the next poll.
 func (w *Worker) Run(ctx context.Context) error {
 	w.defaults()
-	// wake: an event was published; freed: an attempt ended (a record's
-	// next delivery, or another to the same endpoint, may go now).
-	wake, freed := make(chan struct{}, 1), make(chan struct{}, 1)
+	// wake: an event was published; ended: an attempt ended (to record;
+	// a record's next delivery, or more to the same endpoint, may then
+	// be claimed).
+	wake, ended := make(chan struct{}, 1), make(chan struct{}, 1)
 	signal := func(ch chan struct{}) {
 		select {
 		case ch <- struct{}{}:
@@ -171,9 +181,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.Events != nil {
 		_ = w.Events.Listen(ctx, resourceapi.AllEvents, func(resourceapi.Event) bool { signal(wake); return true }, func() {})
 	}
-	w.freed = func() { signal(freed) }
-	recorded := make(chan struct{})
-	go func() { defer close(recorded); w.record(ctx) }()
+	w.signalEnded = func() { signal(ended) }
 	var wg sync.WaitGroup
 	defer func() {
 		// The attempts under way end (each bounded by the client's
@@ -182,49 +190,128 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.mu.Lock()
 		for hook, q := range w.queued {
 			for _, c := range q {
-				w.results <- outcome{hook: hook, id: c.d.ID}
+				w.ended = append(w.ended, outcome{hook: hook, id: c.d.ID})
 			}
 		}
 		clear(w.queued)
 		w.mu.Unlock()
-		close(w.results)
-		<-recorded
+		w.round(ctx, false)
 	}()
-	var lastHousekeeping time.Time
+	var last, lastHousekeeping time.Time
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
-		fanOut := true
+		var settle time.Duration
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-wake:
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(w.Settle):
-			}
-		case <-freed:
-			fanOut = false
+			settle = w.Settle
+		case <-ended:
+			settle = w.FinishSettle
 		case <-timer.C:
 		}
-		for fanOut {
-			n, err := w.Store.FanOutWebhookEvents(ctx, w.Batch, w.fan)
-			if err != nil {
-				if ctx.Err() == nil {
-					w.Logger.Error("webhooks: fan out events", "error", err)
-				}
-				break
+		// Rounds stay Settle apart, however many events and attempts
+		// come: each is a write transaction (see Worker).
+		if wait := max(settle, time.Until(last.Add(w.Settle))); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
 			}
-			fanOut = n == w.Batch
 		}
 		if time.Since(lastHousekeeping) >= w.HousekeepingEvery {
 			lastHousekeeping = time.Now()
 			w.housekeeping(ctx)
 		}
-		w.claim(ctx)
+		w.round(ctx, true)
+		last = time.Now()
 		w.dispatch(ctx, &wg)
 		timer.Reset(w.Poll)
+	}
+}
+
+// round records the attempts that ended and gives back the deliveries not
+// attempted and, with work, fans out the events committed since the last
+// round and claims what this instance has room for (up to Queue held of
+// each endpoint, maxHeld in all): one write transaction, or none when
+// there is nothing to do. A full batch of events takes another round at
+// once. What is recorded is recorded even as the worker stops.
+func (w *Worker) round(ctx context.Context, work bool) {
+	for {
+		w.mu.Lock()
+		ended := w.ended
+		w.ended = nil
+		freed := map[int64]int{}
+		for _, o := range ended {
+			freed[o.hook]++
+		}
+		room := maxHeld - w.allHeld + len(ended)
+		w.mu.Unlock()
+		r := resourceapi.WebhookRound{Owner: w.Owner}
+		for _, o := range ended {
+			if o.attempt != nil {
+				r.Attempts = append(r.Attempts, *o.attempt)
+			} else {
+				r.Release = append(r.Release, o.id)
+			}
+		}
+		claim := func() {
+			left := room
+			r.Now, r.Lease = time.Now(), w.Lease
+			r.Room = func(hook int64) int {
+				w.mu.Lock()
+				n := max(min(w.Queue-w.held[hook]+freed[hook], left), 0)
+				w.mu.Unlock()
+				left -= n
+				return n
+			}
+		}
+		work = work && ctx.Err() == nil
+		if work {
+			r.FanOut, r.Fan = w.Batch, w.fan
+			if room > 0 {
+				claim()
+			}
+		}
+		store, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		res, err := w.Store.RunWebhookRound(store, r)
+		if err != nil && r.FanOut > 0 {
+			// An event that cannot be fanned out must not keep the
+			// attempts from being recorded, nor the deliveries from
+			// being claimed.
+			w.Logger.Error("webhooks: fan out events", "error", err)
+			r.FanOut, r.Fan, r.Room = 0, nil, nil
+			if room > 0 {
+				claim()
+			}
+			res, err = w.Store.RunWebhookRound(store, r)
+		}
+		cancel()
+		if err != nil {
+			// Unrecorded, the leases expire and the deliveries are
+			// attempted again.
+			w.Logger.Error("webhooks: round", "attempts", len(r.Attempts), "released", len(r.Release), "error", err)
+		}
+		now := time.Now()
+		w.mu.Lock()
+		for _, o := range ended {
+			if w.held[o.hook]--; w.held[o.hook] <= 0 {
+				delete(w.held, o.hook)
+			}
+			w.allHeld--
+		}
+		for _, d := range res.Claimed {
+			w.queued[d.WebhookID] = append(w.queued[d.WebhookID], claimed{d: d, at: now})
+			w.held[d.WebhookID]++
+			w.allHeld++
+		}
+		w.mu.Unlock()
+		if !work || err != nil || res.FannedOut < w.Batch {
+			return
+		}
 	}
 }
 
@@ -278,38 +365,6 @@ func (w *Worker) housekeeping(ctx context.Context) {
 	}
 }
 
-// claim leases, in one transaction, what this instance has room for: up
-// to Queue of each endpoint (less what it holds), maxHeld in all.
-func (w *Worker) claim(ctx context.Context) {
-	w.mu.Lock()
-	room := maxHeld - w.allHeld
-	w.mu.Unlock()
-	if room <= 0 {
-		return
-	}
-	got, err := w.Store.ClaimWebhookDeliveries(ctx, w.Owner, time.Now(), w.Lease, func(hook int64) int {
-		w.mu.Lock()
-		n := min(w.Queue-w.held[hook], room)
-		w.mu.Unlock()
-		room -= max(n, 0)
-		return n
-	})
-	if err != nil {
-		if ctx.Err() == nil {
-			w.Logger.Error("webhooks: claim deliveries", "error", err)
-		}
-		return
-	}
-	now := time.Now()
-	w.mu.Lock()
-	for _, d := range got {
-		w.queued[d.WebhookID] = append(w.queued[d.WebhookID], claimed{d: d, at: now})
-		w.held[d.WebhookID]++
-		w.allHeld++
-	}
-	w.mu.Unlock()
-}
-
 // attemptBound is how long an attempt may take: the client's timeout.
 func (w *Worker) attemptBound() time.Duration {
 	if w.Client != nil && w.Client.Timeout > 0 {
@@ -337,7 +392,8 @@ func (w *Worker) dispatch(ctx context.Context, wg *sync.WaitGroup) {
 			c := q[0]
 			q = q[1:]
 			if now.Sub(c.at) > fresh {
-				w.results <- outcome{hook: hook, id: c.d.ID}
+				w.ended = append(w.ended, outcome{hook: hook, id: c.d.ID})
+				w.signalEnded()
 				continue
 			}
 			w.inflight[hook]++
@@ -345,13 +401,15 @@ func (w *Worker) dispatch(ctx context.Context, wg *sync.WaitGroup) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				w.results <- w.attempt(ctx, c.d)
+				o := w.attempt(ctx, c.d)
 				w.mu.Lock()
+				w.ended = append(w.ended, o)
 				if w.inflight[hook]--; w.inflight[hook] == 0 {
 					delete(w.inflight, hook)
 				}
 				w.total--
 				w.mu.Unlock()
+				w.signalEnded()
 				w.dispatch(ctx, wg) // the next of the queue may go now
 			}()
 		}
@@ -360,63 +418,6 @@ func (w *Worker) dispatch(ctx context.Context, wg *sync.WaitGroup) {
 		} else {
 			w.queued[hook] = q
 		}
-	}
-}
-
-// record writes the outcomes of the attempts, those that end within
-// FinishSettle of each other in one transaction, and gives back the
-// deliveries not attempted, until results is closed; then, once room is
-// made, wakes the worker to claim again (a record's next delivery may go
-// now).
-func (w *Worker) record(ctx context.Context) {
-	// What is recorded is recorded even as the server stops.
-	store := context.WithoutCancel(ctx)
-	for {
-		first, ok := <-w.results
-		if !ok {
-			return
-		}
-		batch := []outcome{first}
-		settle := time.NewTimer(w.FinishSettle)
-	collect:
-		for len(batch) < maxHeld {
-			select {
-			case o, ok := <-w.results:
-				if !ok {
-					break collect
-				}
-				batch = append(batch, o)
-			case <-settle.C:
-				break collect
-			}
-		}
-		settle.Stop()
-		var attempts []resourceapi.WebhookAttempt
-		var back []int64
-		for _, o := range batch {
-			if o.attempt != nil {
-				attempts = append(attempts, *o.attempt)
-			} else {
-				back = append(back, o.id)
-			}
-		}
-		rec, cancel := context.WithTimeout(store, 10*time.Second)
-		if err := w.Store.FinishWebhookDeliveries(rec, attempts); err != nil {
-			w.Logger.Error("webhooks: record attempts", "attempts", len(attempts), "error", err)
-		}
-		if err := w.Store.ReleaseWebhookDeliveries(rec, w.Owner, back); err != nil {
-			w.Logger.Error("webhooks: release deliveries", "error", err)
-		}
-		cancel()
-		w.mu.Lock()
-		for _, o := range batch {
-			if w.held[o.hook]--; w.held[o.hook] <= 0 {
-				delete(w.held, o.hook)
-			}
-			w.allHeld--
-		}
-		w.mu.Unlock()
-		w.freed()
 	}
 }
 

@@ -318,29 +318,20 @@ type disablingStore struct {
 	attempted, released chan int
 }
 
-func (s *disablingStore) ClaimWebhookDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, room func(int64) int) ([]resourceapi.WebhookDelivery, error) {
-	ds, err := s.DB.ClaimWebhookDeliveries(ctx, owner, now, lease, room)
-	for _, d := range ds {
+func (s *disablingStore) RunWebhookRound(ctx context.Context, r resourceapi.WebhookRound) (resourceapi.WebhookRoundResult, error) {
+	res, err := s.DB.RunWebhookRound(ctx, r)
+	if len(r.Attempts) > 0 {
+		s.attempted <- len(r.Attempts)
+	}
+	if len(r.Release) > 0 {
+		s.released <- len(r.Release)
+	}
+	for _, d := range res.Claimed {
 		if _, err := s.DB.UpdateWebhook(ctx, d.WebhookID, func(w *resourceapi.Webhook) error { w.Enabled = false; return nil }); err != nil {
-			return nil, err
+			return res, err
 		}
 	}
-	return ds, err
-}
-
-func (s *disablingStore) FinishWebhookDeliveries(ctx context.Context, attempts []resourceapi.WebhookAttempt) error {
-	if len(attempts) > 0 {
-		s.attempted <- len(attempts)
-	}
-	return s.DB.FinishWebhookDeliveries(ctx, attempts)
-}
-
-func (s *disablingStore) ReleaseWebhookDeliveries(ctx context.Context, owner string, ids []int64) error {
-	err := s.DB.ReleaseWebhookDeliveries(ctx, owner, ids)
-	if len(ids) > 0 {
-		s.released <- len(ids)
-	}
-	return err
+	return res, err
 }
 
 // TestWorkerSkipsDisabledEndpoint: a delivery claimed before its endpoint
@@ -364,5 +355,100 @@ func TestWorkerSkipsDisabledEndpoint(t *testing.T) {
 	ds := h.deliveries(t)
 	if len(ds) != 1 || ds[0].State != resourceapi.DeliveryPending || ds[0].Attempts != 0 {
 		t.Fatalf("deliveries %+v; want the one delivery pending, unattempted", ds)
+	}
+}
+
+// roundCounter counts the worker's rounds that wrote, and keeps the first.
+type roundCounter struct {
+	*sqlite.DB
+	mu     sync.Mutex
+	rounds []resourceapi.WebhookRoundResult
+}
+
+func (s *roundCounter) RunWebhookRound(ctx context.Context, r resourceapi.WebhookRound) (resourceapi.WebhookRoundResult, error) {
+	res, err := s.DB.RunWebhookRound(ctx, r)
+	if res.Wrote {
+		s.mu.Lock()
+		s.rounds = append(s.rounds, res)
+		s.mu.Unlock()
+	}
+	return res, err
+}
+
+// TestWorkerWriteTransactions pins the worker's write transactions on
+// SQLite, where each shares the one writer, and its fsync, with the
+// requests' writes: a batch of events committed before the worker starts,
+// each accepted at its first attempt, costs two in all, counted by the
+// store's writer. One fans the batch out and claims every delivery; one
+// records every attempt (the receiver answers once all have arrived, so
+// that they end together). Before rounds it was four: fan-out, claim,
+// attempts, and the housekeeping's.
+func TestWorkerWriteTransactions(t *testing.T) {
+	const events = 24
+	var mu sync.Mutex
+	arrived, all := 0, make(chan struct{})
+	receiver := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		_, _ = io.Copy(io.Discard, req.Body)
+		mu.Lock()
+		if arrived++; arrived == events {
+			close(all)
+		}
+		mu.Unlock()
+		select {
+		case <-all:
+		case <-time.After(time.Minute):
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer receiver.Close()
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "test.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	service := resourceapi.NewService(db, nil)
+	opts := webhook.Options{AllowPrivate: true, TLS: receiver.Client().Transport.(*http.Transport).TLSClientConfig, Timeout: 5 * time.Second}
+	service.SetWebhookPolicy(resourceapi.WebhookPolicy{CheckURL: func(u string) error { return webhook.CheckURL(u, opts) }})
+	url, types := receiver.URL, []string{"products.*"}
+	hook, err := service.CreateWebhook(context.Background(), resourceapi.SystemCaller(), resourceapi.WebhookInput{URL: &url, Types: &types})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range events {
+		if _, err := service.Create(context.Background(), resourceapi.SystemCaller(), resourceapi.Products, 0, resourceapi.Products.Example(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store := &roundCounter{DB: db}
+	before := db.WriteTransactions()
+	ctx, cancel := context.WithCancel(context.Background())
+	// FinishSettle: the attempts end within milliseconds of each other;
+	// two seconds make sure one round records them all.
+	w := &webhook.Worker{Store: store, Service: service, Client: webhook.NewClient(opts), Concurrency: events, FinishSettle: 2 * time.Second}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(ctx) }()
+	waitFor(t, "every delivery recorded", func() bool {
+		ds, err := db.WebhookDeliveries(context.Background(), hook.ID, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, d := range ds {
+			if d.State == resourceapi.DeliveryDelivered {
+				n++
+			}
+		}
+		return n == events
+	})
+	cancel()
+	<-done
+	got := db.WriteTransactions() - before
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	if got != 2 || len(store.rounds) != 2 {
+		t.Fatalf("%d events cost %d write transactions, %d of them rounds; want 2 rounds and nothing else", events, got, len(store.rounds))
+	}
+	if r := store.rounds[0]; r.FannedOut != events || len(r.Claimed) != events {
+		t.Fatalf("the first round fanned out %d events and claimed %d deliveries; want %d and %d", r.FannedOut, len(r.Claimed), events, events)
 	}
 }
