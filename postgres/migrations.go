@@ -3,6 +3,7 @@ package postgres
 import (
 	"fmt"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -213,23 +214,40 @@ func (schema) Retire(t *sqlstore.SchemaTable) string {
 	return "CREATE TRIGGER " + t.Name + "_retire AFTER DELETE ON " + t.Name + " FOR EACH ROW EXECUTE FUNCTION retire_id();\n\n"
 }
 
-// Search is one trigram GIN index over the searchable columns, which serves
-// the store's ILIKE '%...%', with a short pending list (see migration
-// 00027).
+// Search keeps, for each searchable column, a lower-cased copy that
+// PostgreSQL computes on every write (a stored generated column,
+// SearchColumn), and one trigram GIN index over the copies, with a short
+// pending list (see migrations 00027 and 00033). The store matches q with
+// LIKE on the copies, which PostgreSQL's ILIKE is on a UTF-8 database
+// (lower on both sides, then LIKE), without lower-casing every row it
+// checks. Copies of columns no longer searched are dropped.
 func (schema) Search(t *sqlstore.SchemaTable, old []string, _ bool) string {
-	var s string
+	var b strings.Builder
 	if len(old) > 0 {
-		s = "DROP INDEX " + t.Name + "_search;\n"
+		b.WriteString("DROP INDEX " + t.Name + "_search;\n")
+	}
+	for _, c := range old {
+		if !slices.Contains(t.Search, c) {
+			b.WriteString("ALTER TABLE " + t.Name + " DROP COLUMN " + SearchColumn(c) + ";\n")
+		}
 	}
 	if len(t.Search) == 0 {
-		return s
+		return b.String()
 	}
 	ops := make([]string, len(t.Search))
 	for i, c := range t.Search {
-		ops[i] = c + " gin_trgm_ops"
+		if !slices.Contains(old, c) {
+			b.WriteString("ALTER TABLE " + t.Name + " ADD COLUMN " + SearchColumn(c) + " text GENERATED ALWAYS AS (lower(" + c + ")) STORED;\n")
+		}
+		ops[i] = SearchColumn(c) + " gin_trgm_ops"
 	}
-	return s + "CREATE INDEX " + t.Name + "_search ON " + t.Name + " USING gin (" + strings.Join(ops, ", ") + ") WITH (gin_pending_list_limit = 64);\n"
+	b.WriteString("CREATE INDEX " + t.Name + "_search ON " + t.Name + " USING gin (" + strings.Join(ops, ", ") + ") WITH (gin_pending_list_limit = 64);\n")
+	return b.String()
 }
+
+// SearchColumn returns the column that holds column's lower-cased copy,
+// which q is matched against (Search).
+func SearchColumn(column string) string { return column + "_lower" }
 
 // Contains is one GIN index of the list column, which serves @> for any
 // value: values added later need nothing.

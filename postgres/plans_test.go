@@ -237,8 +237,8 @@ func TestListsUseGenericPlans(t *testing.T) {
 	}{
 		{"page 3", "% OFFSET %", resourceapi.ListQuery{Limit: 20, Offset: 40, Sort: "id"}, true},
 		{"a deep page", "% OFFSET %", resourceapi.ListQuery{Limit: 20, Offset: 300, Sort: "id"}, true},
-		{"a search", "%ILIKE%", resourceapi.ListQuery{Limit: 20, Sort: "name", Desc: true, Search: "abc"}, true},
-		{"a search matching nothing", "%ILIKE%", resourceapi.ListQuery{Limit: 20, Sort: "name", Desc: true, Search: "qzx"}, true},
+		{"a search", "%name_lower LIKE%", resourceapi.ListQuery{Limit: 20, Sort: "name", Desc: true, Search: "abc"}, true},
+		{"a search matching nothing", "%name_lower LIKE%", resourceapi.ListQuery{Limit: 20, Sort: "name", Desc: true, Search: "qzx"}, true},
 		{"a role", "%@>%", resourceapi.ListQuery{Limit: 20, Sort: "id", Filters: []resourceapi.FilterValue{{Filter: role, Value: "admin"}}}, false},
 	} {
 		c0, g0, err := db.PlansOf(ctx, c.like)

@@ -562,57 +562,107 @@ func (s *Store) keyset(q *Query, res *resourceapi.Resource, lq resourceapi.ListQ
 // page's ids before it reads the page's rows (PostgreSQL), see idsFirst.
 type IDsFirst interface {
 	IDsFirst() bool
+	// RowEstimate returns an expression, cheap to evaluate, of about how
+	// many rows table holds (the planner's statistics), at least 0: a
+	// search compares its number of matches with it to choose its plan.
+	RowEstimate(table string) string
 }
 
 // idsFirst appends the statement of a search or a deep page that chooses the
-// page's ids first and reads only those rows. A search collects its matches'
-// ids and sort keys once (a materialised CTE, which the trigram index
-// answers), counts them and sorts them, where the one-statement form walks
-// the sort index and tests every row against the pattern, and counting the
-// matches with a window function reads them all anyway. A deep page walks
-// its OFFSET in the sort index alone (an index-only scan of (deleted,
-// <sort>, id)) instead of fetching every skipped row from the table. A
-// search after a cursor counts every match and pages from the cursor.
+// page's ids first and reads only those rows. A search is searchFirst's. A
+// deep page walks its OFFSET in the sort index alone (an index-only scan of
+// (deleted, <sort>, id)) instead of fetching every skipped row from the
+// table.
 func (s *Store) idsFirst(q *Query, cols *columns, res *resourceapi.Resource, lq resourceapi.ListQuery, version string) {
+	if lq.Search != "" {
+		s.searchFirst(q, cols, res, lq, version)
+		return
+	}
 	desc := readsDesc(lq)
-	order := s.orderBy(res, lq.Sort, desc, lq.Search != "")
+	order := s.orderBy(res, lq.Sort, desc, false)
+	q.WriteString("SELECT " + cols.list + ", ")
+	if lq.NoTotal {
+		q.WriteString("-1")
+	} else {
+		q.WriteString("(")
+		s.count(q, res, lq)
+		q.WriteString(")")
+	}
+	q.WriteString(version + " FROM " + res.Name + " WHERE id IN (SELECT id FROM " + res.Name)
+	q.where(res, lq, s.keyset(q, res, lq, desc)...)
+	q.WriteString(" ORDER BY " + order + pageLimit(q, lq) + ") ORDER BY " + order)
+}
+
+// searchFirst appends the statement of a search on a database that chooses
+// a page's ids first (IDsFirst). It counts the matches first (c: the
+// trigram index, each match checked again), then takes the page's ids one
+// of two ways, whichever the count says costs less:
+//
+//   - walk: the sort's index in the list's order, from the cursor if any,
+//     keeping the rows that match, until the page is full. With n matches
+//     among about N rows spread evenly, the page's k rows (offset, limit
+//     and one more) are among the first k*N/n the walk reads. q=abc, 1,250
+//     of 10,000 users: 161 rows read, where sorting the matches compared
+//     all 1,250 names.
+//   - sort: the matches' ids and sort keys (m, the trigram index again),
+//     sorted; what a rare q needs (n*n < k*N), and q matching nothing
+//     reads nothing.
+//
+// The walk's subquery is fenced (OFFSET 0) with only the soft-delete state
+// and the cursor's range in it, so that its plan is the index's range,
+// whatever PostgreSQL guesses of q's selectivity in a generic plan; the
+// other conditions are checked above it. Without a soft-delete filter
+// (status=all), no index gives the order, and the search sorts. The walk
+// reads at most the table's rows when the matches bunch at the far end of
+// the order: about what counting a q that matches every row costs.
+func (s *Store) searchFirst(q *Query, cols *columns, res *resourceapi.Resource, lq resourceapi.ListQuery, version string) {
+	desc := readsDesc(lq)
+	order := s.orderBy(res, lq.Sort, desc, true)
 	keys := "id"
 	if f := res.Field(lq.Sort); f.Name != "id" {
 		keys += ", " + column(f)
 	}
-	total := func() {
-		if lq.NoTotal {
-			q.WriteString("-1")
-			return
+	// fence: the conditions that select the walk's range of the sort index.
+	fence := lq
+	fence.Search, fence.Filters = "", nil
+	walkable := res.SoftDelete == ""
+	for _, fv := range lq.Filters {
+		if fv.Filter.Kind == resourceapi.FilterSoftDelete {
+			fence.Filters = append(fence.Filters, fv)
+			walkable = true
 		}
-		q.WriteString("(")
-		if lq.Search != "" {
-			q.WriteString("SELECT count(*) FROM m")
-		} else {
-			s.count(q, res, lq)
-		}
-		q.WriteString(")")
 	}
-	if lq.Search != "" {
-		q.WriteString("WITH m AS MATERIALIZED (SELECT " + keys + " FROM " + res.Name)
-		q.where(res, lq)
-		q.WriteString(") SELECT " + cols.list + ", ")
-		total()
+	total := "(SELECT n FROM g)"
+	if lq.NoTotal {
+		total = "-1"
+	}
+	q.WriteString("WITH c AS MATERIALIZED (SELECT count(*) AS n FROM " + res.Name)
+	q.where(res, lq)
+	q.WriteString("), g AS MATERIALIZED (SELECT c.n, ")
+	if walkable {
+		k := lq.Offset + lq.Limit + 1
+		q.WriteString("c.n > 0 AND CAST(c.n AS float8) * c.n >= " + strconv.Itoa(k) + " * " + s.dialect.(IDsFirst).RowEstimate(res.Name) + " AS walk")
 	} else {
-		q.WriteString("SELECT " + cols.list + ", ")
-		total()
+		q.WriteString("false AS walk")
 	}
-	q.WriteString(version + " FROM " + res.Name + " WHERE id IN (SELECT id FROM ")
-	if lq.Search != "" {
-		q.WriteString("m")
-		if keyset := s.keyset(q, res, lq, desc); len(keyset) > 0 {
-			q.WriteString(" WHERE " + keyset[0])
-		}
-	} else {
-		q.WriteString(res.Name)
-		q.where(res, lq, s.keyset(q, res, lq, desc)...)
+	q.WriteString(" FROM c), m AS MATERIALIZED (SELECT " + keys + " FROM " + res.Name)
+	q.where(res, lq)
+	// The page's ids are an array (an InitPlan), which the primary key's
+	// index looks up: with id IN, the planner, counting 21 ids from each
+	// way, hash-joined them with a scan of the whole table.
+	q.WriteString(") SELECT " + cols.list + ", " + total + version + " FROM " + res.Name + " WHERE id = ANY(ARRAY(")
+	if walkable {
+		q.WriteString("(SELECT id FROM (SELECT * FROM " + res.Name)
+		q.where(res, fence, s.keyset(q, res, lq, desc)...)
+		q.WriteString(" ORDER BY " + order + " OFFSET 0) w")
+		q.where(res, lq, "(SELECT walk FROM g)")
+		q.WriteString(pageLimit(q, lq) + ") UNION ALL ")
 	}
-	q.WriteString(" ORDER BY " + order + pageLimit(q, lq) + ") ORDER BY " + order)
+	q.WriteString("(SELECT id FROM m WHERE NOT (SELECT walk FROM g)")
+	if keyset := s.keyset(q, res, lq, desc); len(keyset) > 0 {
+		q.WriteString(" AND " + keyset[0])
+	}
+	q.WriteString(" ORDER BY " + order + pageLimit(q, lq) + "))) ORDER BY " + order)
 }
 
 // scanPage runs q, a page's statement (the record's columns, the total and,
