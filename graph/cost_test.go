@@ -447,3 +447,38 @@ func TestResponseNeverBufferedWhole(t *testing.T) {
 		t.Fatalf("the request allocated %d MiB", got>>20)
 	}
 }
+
+// The cost of an operation is computed once per cached document when no
+// variable changes it, and on every request when one does (a list's limit,
+// or @include): the same document with another limit is refused as before.
+func TestComplexityKeptPerDocument(t *testing.T) {
+	s := mustServer(t, backends()[0].open(t, nil))
+	priced := func() int64 { return graph.Priced(s.gql) }
+	before := priced()
+	const one = "query($id: ID!) { user(id: $id) { name email } }"
+	for _, id := range []string{"1", "2", "3"} {
+		s.mustData(s.admin, one, map[string]any{"id": id}, nil)
+	}
+	if n := priced() - before; n != 1 {
+		t.Errorf("user(id) three times with three ids: priced %d times, want once", n)
+	}
+	// limit 5: 1 + 5*(1 + 5*1) + 1 = 32; limit 40: 1 + 40*(1 + 40*1) = 1641.
+	const list = "query($n: Int, $with: Boolean!) { users(limit: $n) { posts(limit: $n) { title } name @include(if: $with) } }"
+	before = priced()
+	s.mustData(s.admin, list, map[string]any{"n": 5, "with": true}, nil)
+	s.mustData(s.admin, list, map[string]any{"n": 5, "with": false}, nil)
+	r := s.post(s.admin, list, map[string]any{"n": 40, "with": true})
+	if r.code() != "COMPLEXITY_LIMIT_EXCEEDED" {
+		t.Errorf("users(limit: 40) { posts(limit: 40) }: %s, want COMPLEXITY_LIMIT_EXCEEDED", r.raw)
+	}
+	if n := priced() - before; n != 3 {
+		t.Errorf("an operation whose limits are variables: priced %d times in three requests, want 3", n)
+	}
+	// A fixed document over the limit is refused every time.
+	const over = "{ users(limit: 40) { posts(limit: 40) { title } } }"
+	for range 2 {
+		if r := s.post(s.admin, over, nil); r.code() != "COMPLEXITY_LIMIT_EXCEEDED" {
+			t.Errorf("%s: %s, want COMPLEXITY_LIMIT_EXCEEDED", over, r.raw)
+		}
+	}
+}

@@ -49,3 +49,7 @@ func (g Generic) Update(ctx context.Context, res *resourceapi.Resource, id strin
 func (g Generic) Delete(ctx context.Context, res *resourceapi.Resource, id string) (*bool, error) {
 	return g.r.remove(ctx, res, id)
 }
+
+// Priced returns how many operations h had gqlgen price (the others were
+// priced by a cost kept from an earlier request).
+func Priced(h *Handler) int64 { return h.costs.priced.Load() }

@@ -190,6 +190,8 @@ type Handler struct {
 	pace pace
 	// subscriptions counts the subscriptions open on every connection.
 	subscriptions atomic.Int64
+	// costs is the complexity limit, with the costs it keeps.
+	costs *complexityLimit
 }
 
 //go:embed schema/*.graphqls
@@ -217,7 +219,8 @@ func New(cfg Options) *Handler {
 	}
 	h.assets = http.FileServerFS(sub)
 
-	es := NewExecutableSchema(Config{Resolvers: &resolver{h}, Complexity: complexity()})
+	costs := complexity()
+	es := NewExecutableSchema(Config{Resolvers: &resolver{h}, Complexity: costs})
 	srv := handler.New(es)
 	srv.AddTransport(wsTransport{h})
 	srv.AddTransport(httpTransport{h})
@@ -231,7 +234,8 @@ func New(cfg Options) *Handler {
 	// complexity, depth and introspection.
 	srv.Use(documentLimit{max: cfg.MaxFields, tokens: cfg.MaxTokens, cache: cache})
 	srv.Use(extension.Introspection{})
-	srv.Use(extension.FixedComplexityLimit(cfg.ComplexityLimit))
+	h.costs = newComplexityLimit(cfg.ComplexityLimit, costs, 2*cfg.QueryCacheSize)
+	srv.Use(h.costs)
 	srv.Use(depthLimit{max: cfg.MaxDepth})
 	srv.Use(introspectionLimit{max: cfg.MaxIntrospection, schema: es.Schema()})
 	// What each response reads and holds is bounded as it runs (budget.go).

@@ -4,8 +4,12 @@ import (
 	"context"
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
+	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/introspection"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -515,4 +519,193 @@ func introspectionChild(typ string, obj any, f graphql.CollectedField, vars map[
 		}
 	}
 	return "", nil
+}
+
+// complexityLimit is gqlgen's extension.FixedComplexityLimit (the same
+// cost, the same error and statistics), with the cost of each operation of
+// a cached document kept beside it: gqlgen walks the operation and calls
+// the schema's complexity for every field of every request (with two
+// allocations per field), while a repeated query costs the same every time
+// unless a variable changes it. A variable changes it when it is an
+// argument of a field whose complexity function reads its arguments (a
+// list's limit), or of a directive (@skip and @include choose the fields):
+// such operations are priced on every request, as before.
+type complexityLimit struct {
+	limit  int
+	inner  *extension.ComplexityLimit
+	custom map[fieldKey]bool // fields with a complexity function of their own
+
+	mu    sync.RWMutex
+	costs map[costKey]opCost
+	max   int // entries kept; past it the map starts over
+	// priced counts the operations gqlgen priced (for tests).
+	priced atomic.Int64
+}
+
+type costKey struct {
+	doc *ast.QueryDocument
+	op  string
+}
+
+// opCost is an operation's cost, when fixed (no variable changes it).
+type opCost struct {
+	cost  int
+	fixed bool
+}
+
+var _ interface {
+	graphql.OperationContextMutator
+	graphql.HandlerExtension
+} = (*complexityLimit)(nil)
+
+func newComplexityLimit(limit int, c ComplexityRoot, entries int) *complexityLimit {
+	return &complexityLimit{limit: limit, inner: extension.FixedComplexityLimit(limit), custom: complexityFields(c),
+		costs: make(map[costKey]opCost), max: entries}
+}
+
+// complexityFields returns the fields that c gives a complexity function
+// of their own (gqlgen's Go names, matched to the schema's without case).
+func complexityFields(c ComplexityRoot) map[fieldKey]bool {
+	funcs := make(map[string]bool)
+	root := reflect.ValueOf(c)
+	for i := range root.NumField() {
+		typ := root.Field(i)
+		for j := range typ.NumField() {
+			if f := typ.Field(j); f.Kind() == reflect.Func && !f.IsNil() {
+				funcs[strings.ToLower(root.Type().Field(i).Name+"."+typ.Type().Field(j).Name)] = true
+			}
+		}
+	}
+	fields := make(map[fieldKey]bool)
+	for _, def := range NewExecutableSchema(Config{}).Schema().Types {
+		for _, f := range def.Fields {
+			if funcs[strings.ToLower(def.Name+"."+f.Name)] {
+				fields[fieldKey{def.Name, f.Name}] = true
+			}
+		}
+	}
+	return fields
+}
+
+func (*complexityLimit) ExtensionName() string { return "ComplexityLimit" }
+func (c *complexityLimit) Validate(schema graphql.ExecutableSchema) error {
+	return c.inner.Validate(schema)
+}
+
+func (c *complexityLimit) MutateOperationContext(ctx context.Context, opCtx *graphql.OperationContext) *gqlerror.Error {
+	// Only documents of the query cache are the same document again
+	// (queryCache keeps those of at most maxCachedQuery bytes).
+	if len(opCtx.RawQuery) > maxCachedQuery || opCtx.Doc == nil {
+		c.priced.Add(1)
+		return c.inner.MutateOperationContext(ctx, opCtx)
+	}
+	key := costKey{opCtx.Doc, opCtx.OperationName}
+	c.mu.RLock()
+	known, ok := c.costs[key]
+	c.mu.RUnlock()
+	if ok && known.fixed {
+		opCtx.Stats.SetExtension("ComplexityLimit", &extension.ComplexityStats{Complexity: known.cost, ComplexityLimit: c.limit})
+		if known.cost > c.limit {
+			return complexityOverError(known.cost, c.limit)
+		}
+		return nil
+	}
+	c.priced.Add(1)
+	err := c.inner.MutateOperationContext(ctx, opCtx)
+	if ok {
+		return err // priced on every request
+	}
+	entry := opCost{fixed: c.fixedCost(opCtx)}
+	if stats, _ := opCtx.Stats.GetExtension("ComplexityLimit").(*extension.ComplexityStats); stats != nil {
+		entry.cost = stats.Complexity
+	} else {
+		entry.fixed = false
+	}
+	c.mu.Lock()
+	if len(c.costs) >= c.max {
+		clear(c.costs)
+	}
+	c.costs[key] = entry
+	c.mu.Unlock()
+	return err
+}
+
+// complexityOverError is the error of extension.ComplexityLimit.
+func complexityOverError(cost, limit int) *gqlerror.Error {
+	err := gqlerror.Errorf("operation has complexity %d, which exceeds the limit of %d", cost, limit)
+	errcode.Set(err, "COMPLEXITY_LIMIT_EXCEEDED")
+	return err
+}
+
+// fixedCost reports whether no variable changes the cost of the operation:
+// none is an argument of a directive, or of a field with a complexity
+// function of its own, anywhere in it (fragments expanded).
+func (c *complexityLimit) fixedCost(opCtx *graphql.OperationContext) bool {
+	op := opCtx.Doc.Operations.ForName(opCtx.OperationName)
+	if op == nil {
+		return false
+	}
+	if len(op.VariableDefinitions) == 0 {
+		return true
+	}
+	return !c.variableCost(op.SelectionSet, opCtx.Doc, 0)
+}
+
+func (c *complexityLimit) variableCost(set ast.SelectionSet, doc *ast.QueryDocument, depth int) bool {
+	if depth > 64 {
+		return true
+	}
+	for _, sel := range set {
+		var sub ast.SelectionSet
+		var dirs ast.DirectiveList
+		switch s := sel.(type) {
+		case *ast.Field:
+			if s.ObjectDefinition != nil && c.custom[fieldKey{s.ObjectDefinition.Name, s.Name}] {
+				for _, a := range s.Arguments {
+					if hasVariable(a.Value) {
+						return true
+					}
+				}
+			}
+			sub, dirs = s.SelectionSet, s.Directives
+		case *ast.InlineFragment:
+			sub, dirs = s.SelectionSet, s.Directives
+		case *ast.FragmentSpread:
+			def := s.Definition
+			if def == nil {
+				def = doc.Fragments.ForName(s.Name)
+			}
+			if def == nil {
+				return true
+			}
+			sub, dirs = def.SelectionSet, s.Directives
+		}
+		for _, d := range dirs {
+			for _, a := range d.Arguments {
+				if hasVariable(a.Value) {
+					return true
+				}
+			}
+		}
+		if c.variableCost(sub, doc, depth+1) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasVariable reports whether v is, or holds, a variable.
+func hasVariable(v *ast.Value) bool {
+	if v == nil {
+		return false
+	}
+	if v.Kind == ast.Variable {
+		return true
+	}
+	for _, child := range v.Children {
+		if hasVariable(child.Value) {
+			return true
+		}
+	}
+	return false
 }

@@ -7,26 +7,31 @@ import (
 	"github.com/resourceapi/resourceapi"
 )
 
-// User is the GraphQL User: what a user record shows over GraphQL.
+// User is the GraphQL User: what a user record shows over GraphQL. Its id
+// and createdAt are methods, formatted only when a query selects them.
 type User struct {
-	ID        string
-	Name      string
-	Email     string
-	CreatedAt string
+	Name  string
+	Email string
 
-	id int64
+	id      int64
+	created time.Time
 }
+
+func (u *User) ID() string        { return strconv.FormatInt(u.id, 10) }
+func (u *User) CreatedAt() string { return resourceapi.Timestamp(u.created).Format(timeFormat) }
 
 // Post is the GraphQL Post. Its author is resolved from authorID, in a batch
 // with the other posts' authors.
 type Post struct {
-	ID        string
-	Title     string
-	Content   string
-	CreatedAt string
+	Title   string
+	Content string
 
 	id, authorID int64
+	created      time.Time
 }
+
+func (p *Post) ID() string        { return strconv.FormatInt(p.id, 10) }
+func (p *Post) CreatedAt() string { return resourceapi.Timestamp(p.created).Format(timeFormat) }
 
 // timeFormat is how the service shows timestamps (as REST does): RFC 3339
 // in UTC with milliseconds.
@@ -39,7 +44,8 @@ func userOf(rec resourceapi.Record) *User {
 	id := rec.ID()
 	name, _ := rec["name"].(string)
 	email, _ := rec["email"].(string)
-	return &User{ID: strconv.FormatInt(id, 10), Name: name, Email: email, CreatedAt: timestamp(rec), id: id}
+	created, _ := rec["created_at"].(time.Time)
+	return &User{Name: name, Email: email, id: id, created: created}
 }
 
 func postOf(rec resourceapi.Record) *Post {
@@ -50,10 +56,6 @@ func postOf(rec resourceapi.Record) *Post {
 	title, _ := rec["title"].(string)
 	content, _ := rec["content"].(string)
 	author, _ := rec["author_id"].(int64)
-	return &Post{ID: strconv.FormatInt(id, 10), Title: title, Content: content, CreatedAt: timestamp(rec), id: id, authorID: author}
-}
-
-func timestamp(rec resourceapi.Record) string {
-	t, _ := rec["created_at"].(time.Time)
-	return resourceapi.Timestamp(t).Format(timeFormat)
+	created, _ := rec["created_at"].(time.Time)
+	return &Post{Title: title, Content: content, id: id, authorID: author, created: created}
 }

@@ -188,15 +188,17 @@ func (t httpTransport) fromURL(r *http.Request) (*graphql.RawParams, *requestErr
 
 // fromBody reads the parameters of a POST.
 func (t httpTransport) fromBody(w http.ResponseWriter, r *http.Request) (*graphql.RawParams, *requestError) {
-	ct := r.Header.Get("Content-Type")
-	mt, mparams, err := mime.ParseMediaType(ct)
-	if ct == "" || err != nil || mt != mediaJSON {
-		return nil, &requestError{http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE",
-			"The body must be application/json"}
-	}
-	if cs, ok := mparams["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-		return nil, &requestError{http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE",
-			"The body must be encoded in UTF-8"}
+	// The usual Content-Type is read without mime's parsing (and its map).
+	if ct := r.Header.Get("Content-Type"); !strings.EqualFold(ct, mediaJSON) {
+		mt, mparams, err := mime.ParseMediaType(ct)
+		if ct == "" || err != nil || mt != mediaJSON {
+			return nil, &requestError{http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE",
+				"The body must be application/json"}
+		}
+		if cs, ok := mparams["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+			return nil, &requestError{http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE",
+				"The body must be encoded in UTF-8"}
+		}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, t.h.cfg.MaxBodyBytes))
 	if err != nil {
@@ -207,12 +209,6 @@ func (t httpTransport) fromBody(w http.ResponseWriter, r *http.Request) (*graphq
 		}
 		return nil, badRequest("The body could not be read")
 	}
-	var raw struct {
-		Query         json.RawMessage `json:"query"`
-		OperationName json.RawMessage `json:"operationName"`
-		Variables     json.RawMessage `json:"variables"`
-		Extensions    json.RawMessage `json:"extensions"`
-	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, badRequest("The body is empty; send {\"query\": ...}")
 	}
@@ -221,41 +217,51 @@ func (t httpTransport) fromBody(w http.ResponseWriter, r *http.Request) (*graphq
 		// as U+FFFD, and store text other than the client sent.
 		return nil, badRequest("The body is not valid UTF-8")
 	}
-	if err := json.Unmarshal(body, &raw); err != nil || !isObject(body) {
+	if !isObject(body) {
 		return nil, badRequest("The body is not a JSON object")
 	}
-	p := &graphql.RawParams{}
-	if isNull(raw.Query) || json.Unmarshal(raw.Query, &p.Query) != nil {
-		return nil, badRequest("The query parameter must be a string")
+	// One pass over the body, each member into its type: a member of
+	// another type is a type error that names it (the first one in the
+	// body), anything else that does not decode a body that is not JSON.
+	// Numbers of variables and extensions stay json.Number, as gqlgen's own
+	// transports keep them, so that large integers keep their digits.
+	var env struct {
+		Query         *string        `json:"query"`
+		OperationName *string        `json:"operationName"`
+		Variables     map[string]any `json:"variables"`
+		Extensions    map[string]any `json:"extensions"`
 	}
-	if p.Query == "" {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	err = dec.Decode(&env)
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &typeErr):
+		switch typeErr.Field {
+		case "query":
+			return nil, badRequest("The query parameter must be a string")
+		case "operationName":
+			return nil, badRequest("The operationName parameter must be a string or null")
+		case "variables", "extensions":
+			return nil, badRequest("The " + typeErr.Field + " parameter must be a JSON object or null")
+		}
+		return nil, badRequest("The body is not a JSON object")
+	case err != nil || len(bytes.TrimSpace(body[dec.InputOffset():])) > 0:
+		return nil, badRequest("The body is not a JSON object")
+	case env.Query == nil:
+		return nil, badRequest("The query parameter must be a string")
+	case *env.Query == "":
 		return nil, badRequest("The query parameter is missing")
 	}
-	if !isNull(raw.OperationName) && json.Unmarshal(raw.OperationName, &p.OperationName) != nil {
-		return nil, badRequest("The operationName parameter must be a string or null")
-	}
-	for _, jp := range []struct {
-		name string
-		raw  json.RawMessage
-		dst  *map[string]any
-	}{{"variables", raw.Variables, &p.Variables}, {"extensions", raw.Extensions, &p.Extensions}} {
-		if isNull(jp.raw) {
-			continue
-		}
-		if err := decodeObject(jp.raw, jp.dst); err != nil {
-			return nil, badRequest("The " + jp.name + " parameter must be a JSON object or null")
-		}
+	p := &graphql.RawParams{Query: *env.Query, Variables: env.Variables, Extensions: env.Extensions}
+	if env.OperationName != nil {
+		p.OperationName = *env.OperationName
 	}
 	return p, nil
 }
 
 func badRequest(msg string) *requestError {
 	return &requestError{http.StatusBadRequest, codeBadRequest, msg}
-}
-
-func isNull(raw json.RawMessage) bool {
-	s := bytes.TrimSpace(raw)
-	return len(s) == 0 || string(s) == "null"
 }
 
 func isObject(b []byte) bool {
