@@ -5,7 +5,9 @@
 // every write goes through one writer connection, which groups the writes that
 // arrive while it is busy into one transaction and one fsync (group commit),
 // undoing a failed write alone with savepoints. So writers never see
-// "database is locked", and an acknowledged write is on disk.
+// "database is locked", and an acknowledged write is on disk. A background
+// write marked sqlstore.Beside (the webhook worker's) waits to join another
+// write's transaction, so that it adds no fsync of its own.
 //
 // A SQLite file is served by one process: Open takes a lock on the file
 // itself (see lockFile), whatever path reaches it, so that a second server

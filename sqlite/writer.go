@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/resourceapi/resourceapi/sqlstore"
 )
@@ -31,8 +32,11 @@ type groupWriter struct {
 	// beforeCommit runs at the end of every transaction (see ftsSync).
 	beforeCommit []string
 	// tx is the handle the jobs of the transaction under way are given.
-	tx      tx
-	jobs    chan *job
+	tx   tx
+	jobs chan *job
+	// beside receives the writes that wait to join others' transaction
+	// (sqlstore.Beside).
+	beside  chan *job
 	quit    chan struct{}
 	stopped chan struct{}
 	once    sync.Once
@@ -45,6 +49,7 @@ type job struct {
 	ctx  context.Context
 	fn   func(context.Context, sqlstore.Tx) error
 	done chan error
+	wait time.Duration // a beside write's: how long it waits for others
 }
 
 // tx is the sqlstore.Tx of the writer's transactions.
@@ -63,6 +68,7 @@ func newGroupWriter(c *conn, watch *watch, beforeCommit []string) *groupWriter {
 		beforeCommit: beforeCommit,
 		tx:           tx{conn: c},
 		jobs:         make(chan *job),
+		beside:       make(chan *job),
 		quit:         make(chan struct{}),
 		stopped:      make(chan struct{}),
 	}
@@ -75,10 +81,18 @@ func newGroupWriter(c *conn, watch *watch, beforeCommit []string) *groupWriter {
 // once taken, Write waits for the outcome even if ctx ends, so that its
 // caller always knows whether the write happened (and the store's cache is
 // never left stale by a write that committed after its caller gave up).
+//
+// A write whose ctx is marked sqlstore.Beside waits, up to its wait, for
+// another write, and commits in that write's transaction, sharing its
+// fsync; or alone, once the wait has passed without one.
 func (w *groupWriter) Write(ctx context.Context, fn func(context.Context, sqlstore.Tx) error) error {
 	j := &job{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	queue := w.jobs
+	if wait, ok := sqlstore.BesideOf(ctx); ok {
+		j.wait, queue = wait, w.beside
+	}
 	select {
-	case w.jobs <- j:
+	case queue <- j:
 	case <-w.quit:
 		return errClosed
 	case <-ctx.Done():
@@ -96,13 +110,39 @@ func (w *groupWriter) close() {
 func (w *groupWriter) run() {
 	defer close(w.stopped)
 	batch := make([]*job, 0, maxBatch)
+	// beside: the writes waiting for another (sqlstore.Beside); due fires
+	// when the first of them has waited its wait.
+	var beside []*job
+	var due *time.Timer
+	var dueC <-chan time.Time
 	for {
 		select {
 		case j := <-w.jobs:
 			batch = append(batch[:0], j)
+		case j := <-w.beside:
+			beside = append(beside, j)
+			if due == nil {
+				due = time.NewTimer(j.wait)
+				dueC = due.C
+			}
+			continue
+		case <-dueC:
+			batch = batch[:0]
 		case <-w.quit:
+			if due != nil {
+				due.Stop()
+			}
+			for _, j := range beside {
+				j.done <- errClosed
+			}
 			return
 		}
+		if due != nil {
+			due.Stop()
+			due, dueC = nil, nil
+		}
+		batch = append(batch, beside...)
+		beside = beside[:0]
 		// Take whatever else is already waiting, without waiting for more:
 		// under light load a write commits at once, under heavy load batches
 		// grow by themselves while the previous commit syncs.

@@ -262,6 +262,24 @@ type Writer interface {
 	Write(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
 }
 
+type besideKey struct{}
+
+// Beside marks ctx's writes as ones that may wait, up to wait, to join the
+// transaction of other writes: a writer that groups commits (SQLite's)
+// then commits them with those, at no commit (no fsync) of their own, or
+// alone once wait has passed without one; other writers ignore it. For
+// background writes that can wait, such as a webhook worker's rounds, so
+// that they do not add a commit to the requests'.
+func Beside(ctx context.Context, wait time.Duration) context.Context {
+	return context.WithValue(ctx, besideKey{}, wait)
+}
+
+// BesideOf returns how long ctx's writes may wait to join others' (Beside).
+func BesideOf(ctx context.Context) (time.Duration, bool) {
+	wait, ok := ctx.Value(besideKey{}).(time.Duration)
+	return wait, ok
+}
+
 // Detach returns the context a server database's statements run under: ctx's
 // values and deadline, without its cancellation. net/http cancels a request's
 // context when its client hangs up, and a driver can only interrupt a

@@ -383,7 +383,7 @@ func (s *Store) FanOutWebhookEvents(ctx context.Context, limit int, fan func([]r
 	if limit <= 0 {
 		return 0, nil
 	}
-	res, err := s.RunWebhookRound(ctx, resourceapi.WebhookRound{FanOut: limit, Fan: fan})
+	res, err := s.runWebhookRound(ctx, resourceapi.WebhookRound{FanOut: limit, Fan: fan}, 0)
 	if err != nil {
 		return 0, fmt.Errorf("fan out events to webhooks: %w", err)
 	}
@@ -393,7 +393,7 @@ func (s *Store) FanOutWebhookEvents(ctx context.Context, limit int, fan func([]r
 // ClaimWebhookDeliveries implements resourceapi.WebhookStore: a round that
 // only claims.
 func (s *Store) ClaimWebhookDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, room func(int64) int) ([]resourceapi.WebhookDelivery, error) {
-	res, err := s.RunWebhookRound(ctx, resourceapi.WebhookRound{Owner: owner, Room: room, Now: now, Lease: lease})
+	res, err := s.runWebhookRound(ctx, resourceapi.WebhookRound{Owner: owner, Room: room, Now: now, Lease: lease}, 0)
 	if err != nil {
 		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
 	}
@@ -403,7 +403,7 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, owner string, now ti
 // FinishWebhookDeliveries implements resourceapi.WebhookStore: a round
 // that only records attempts.
 func (s *Store) FinishWebhookDeliveries(ctx context.Context, attempts []resourceapi.WebhookAttempt) error {
-	if _, err := s.RunWebhookRound(ctx, resourceapi.WebhookRound{Attempts: attempts}); err != nil {
+	if _, err := s.runWebhookRound(ctx, resourceapi.WebhookRound{Attempts: attempts}, 0); err != nil {
 		return fmt.Errorf("finish %d webhook deliveries: %w", len(attempts), err)
 	}
 	return nil
@@ -412,19 +412,31 @@ func (s *Store) FinishWebhookDeliveries(ctx context.Context, attempts []resource
 // ReleaseWebhookDeliveries implements resourceapi.WebhookStore: a round
 // that only gives deliveries back.
 func (s *Store) ReleaseWebhookDeliveries(ctx context.Context, owner string, ids []int64) error {
-	if _, err := s.RunWebhookRound(ctx, resourceapi.WebhookRound{Owner: owner, Release: ids}); err != nil {
+	if _, err := s.runWebhookRound(ctx, resourceapi.WebhookRound{Owner: owner, Release: ids}, 0); err != nil {
 		return fmt.Errorf("release webhook deliveries: %w", err)
 	}
 	return nil
 }
+
+// roundBeside is how long a worker's round waits to join the transaction
+// of other writes (Beside): on SQLite, a round then adds no commit, and no
+// fsync, to the requests' writes; it commits alone when none comes.
+const roundBeside = 25 * time.Millisecond
 
 // RunWebhookRound implements resourceapi.WebhookStore. A round with
 // nothing to record reads first whether there is anything to fan out or
 // claim (an endpoint enabled and an event not fanned out; an endpoint with
 // a claimable delivery and room for it), and writes nothing when there is
 // not: a write transaction per event would cost every write its share of
-// an fsync. Otherwise one transaction does it all.
+// an fsync. Otherwise one transaction does it all, which on SQLite waits
+// up to roundBeside for a request's write to commit with (Beside).
 func (s *Store) RunWebhookRound(ctx context.Context, r resourceapi.WebhookRound) (resourceapi.WebhookRoundResult, error) {
+	return s.runWebhookRound(ctx, r, roundBeside)
+}
+
+// runWebhookRound is RunWebhookRound, whose write waits up to beside to
+// join others' (0: it does not wait).
+func (s *Store) runWebhookRound(ctx context.Context, r resourceapi.WebhookRound, beside time.Duration) (resourceapi.WebhookRoundResult, error) {
 	now := resourceapi.Timestamp(r.Now)
 	if r.Fan == nil {
 		r.FanOut = 0
@@ -470,7 +482,11 @@ func (s *Store) RunWebhookRound(ctx context.Context, r resourceapi.WebhookRound)
 			return res, nil
 		}
 	}
-	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
+	wctx := ctx
+	if beside > 0 {
+		wctx = Beside(ctx, beside)
+	}
+	err := s.writer.Write(wctx, func(ctx context.Context, tx Tx) error {
 		res = resourceapi.WebhookRoundResult{Wrote: true}
 		// left: what remains of each endpoint's room in this run.
 		left := map[int64]int{}
