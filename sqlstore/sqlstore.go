@@ -623,8 +623,8 @@ func (s *Store) idsFirst(q *Query, cols *columns, res *resourceapi.Resource, lq 
 //     of 10,000 users: 161 rows read, where sorting the matches compared
 //     all 1,250 names.
 //   - sort: the matches' ids and sort keys (m, the trigram index again),
-//     sorted; what a rare q needs (n*n < k*N), and q matching nothing
-//     reads nothing.
+//     sorted; what a rare q needs (n*n < k*N). A q that matches nothing
+//     takes neither.
 //
 // The walk's subquery is fenced (OFFSET 0) with only the soft-delete state
 // and the cursor's range in it, so that its plan is the index's range,
@@ -676,7 +676,8 @@ func (s *Store) searchFirst(q *Query, cols *columns, res *resourceapi.Resource, 
 		q.where(res, lq, "(SELECT walk FROM g)")
 		q.WriteString(pageLimit(q, lq) + ") UNION ALL ")
 	}
-	q.WriteString("(SELECT id FROM m WHERE NOT (SELECT walk FROM g)")
+	// A q that matches nothing does not look for its matches again.
+	q.WriteString("(SELECT id FROM m WHERE NOT (SELECT walk FROM g) AND (SELECT n FROM g) > 0")
 	if keyset := s.keyset(q, res, lq, desc); len(keyset) > 0 {
 		q.WriteString(" AND " + keyset[0])
 	}
