@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/resourceapi/resourceapi"
@@ -43,7 +42,9 @@ func (c *client) follow(tb testing.TB, link string) string {
 
 // walk follows rel links from path to the end of the list and returns the
 // ids of every page, in the order read (for prev, each page's own order).
-func (c *client) walk(tb testing.TB, path, rel string) [][]int64 {
+// Each of between, if any, is called after every page, before the next is
+// read.
+func (c *client) walk(tb testing.TB, path, rel string, between ...func()) [][]int64 {
 	tb.Helper()
 	var pages [][]int64
 	for range 1000 {
@@ -58,6 +59,9 @@ func (c *client) walk(tb testing.TB, path, rel string) [][]int64 {
 		if !ok {
 			return pages
 		}
+		for _, f := range between {
+			f()
+		}
 		path = c.follow(tb, next)
 	}
 	tb.Fatalf("walk from %s: no end after 1000 pages", path)
@@ -65,10 +69,10 @@ func (c *client) walk(tb testing.TB, path, rel string) [][]int64 {
 }
 
 // TestCursorWalk walks the users by their next and prev links, in every
-// sort and order, with and without a search and a filter, while other
-// requests insert and delete users: every user that exists throughout the
-// walk is seen exactly once and in the order the database sorts them, and
-// no user is seen twice.
+// sort and order, with and without a search and a filter, while users are
+// inserted and deleted between its pages: every user that exists throughout
+// the walk is seen exactly once and in the order the database sorts them,
+// and no user is seen twice.
 func TestCursorWalk(t *testing.T) {
 	forEachStore(t, func(t *testing.T, c *client) {
 		rng := rand.New(rand.NewPCG(1, 2))
@@ -87,15 +91,14 @@ func TestCursorWalk(t *testing.T) {
 					query := "?limit=7&sort=" + sort + "&order=" + order + extra
 					t.Run(strings.TrimPrefix(query, "?"), func(t *testing.T) {
 						want := slices.Concat(c.walk(t, "/api/users?page=1&limit=100&sort="+sort+"&order="+order, "next")...)
-						stop := c.churn(t)
-						forward := c.walk(t, "/api/users"+query, "next")
+						churn := c.churner(t)
+						forward := c.walk(t, "/api/users"+query, "next", churn)
 						checkWalk(t, "forward", slices.Concat(forward...), want, stable)
 						// prev from the last page reads the same list back.
 						var back []int64
-						for _, p := range c.walk(t, c.lastPagePath(t, "/api/users"+query), "prev") {
+						for _, p := range c.walk(t, c.lastPagePath(t, "/api/users"+query), "prev", churn) {
 							back = append(slices.Clone(p), back...)
 						}
-						stop()
 						checkWalk(t, "backward", back, want, stable)
 					})
 				}
@@ -150,29 +153,32 @@ func checkWalk(tb testing.TB, what string, got, want, stable []int64) {
 	}
 }
 
-// churn inserts and deletes users through the rule layer until the
-// returned function is called (at most 300 of each).
-func (c *client) churn(tb testing.TB) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		var made []int64
-		for i := 0; i < 300 && ctx.Err() == nil; i++ {
-			u, err := c.service.Create(ctx, resourceapi.SystemCaller(), resourceapi.Users, 0, resourceapi.Record{
-				"name": "Ann churn walker", "email": fmt.Sprintf("churn%d-%p@example.com", i, &made), "age": int64(i % 5)})
-			if err != nil {
-				return
-			}
-			made = append(made, u.ID())
-			if len(made) > 5 {
-				if err := c.service.Delete(ctx, resourceapi.SystemCaller(), resourceapi.Users, resourceapi.Address{ID: made[0]}, nil); err != nil {
-					return
-				}
-				made = made[1:]
-			}
+// churner returns what changes the users under a walk: each call inserts a
+// user that every walk's search and filter match, among the walkers in any
+// sort (ties included), and, once five of its users exist, deletes the
+// oldest of them: a change between every two pages, deterministic and
+// bounded by the walk's pages (a goroutine that inserted and deleted as fast
+// as it could for the whole walk made hundreds of synchronous commits per
+// subtest, and this test the longest of CI under load).
+func (c *client) churner(tb testing.TB) func() {
+	var made []int64
+	n := 0
+	return func() {
+		tb.Helper()
+		n++
+		u, err := c.service.Create(context.Background(), resourceapi.SystemCaller(), resourceapi.Users, 0, resourceapi.Record{
+			"name": "Ann churn walker", "email": fmt.Sprintf("churn%d-%p@example.com", n, &made), "age": int64(n % 5)})
+		if err != nil {
+			tb.Fatalf("churn: create: %v", err)
 		}
-	})
-	return func() { cancel(); wg.Wait() }
+		made = append(made, u.ID())
+		if len(made) > 5 {
+			if err := c.service.Delete(context.Background(), resourceapi.SystemCaller(), resourceapi.Users, resourceapi.Address{ID: made[0]}, nil); err != nil {
+				tb.Fatalf("churn: delete: %v", err)
+			}
+			made = made[1:]
+		}
+	}
 }
 
 // TestCursorRefused: a cursor that this server did not make for this list,
