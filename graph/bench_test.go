@@ -35,16 +35,39 @@ func benchServer(b *testing.B) *server {
 // benchPostgres is benchServer on PostgreSQL (a database of its own, the
 // default pool), skipped without RESOURCEAPI_TEST_POSTGRES_URL.
 func benchPostgres(b *testing.B) *server {
+	return benchPostgresWith(b, postgres.Options{})
+}
+
+// benchPostgresWith is benchPostgres with opts; it reports the statements
+// each operation ran (statements/op).
+func benchPostgresWith(b *testing.B, opts postgres.Options) *server {
 	b.Helper()
 	if os.Getenv(pgtest.EnvURL) == "" {
 		b.Skip(pgtest.EnvURL + " is not set")
 	}
-	db, err := postgres.Open(b.Context(), pgtest.Migrated(b), postgres.Options{})
+	var statements atomic.Int64
+	opts.OnStatement = func(string) { statements.Add(1) }
+	db, err := postgres.Open(b.Context(), pgtest.Migrated(b), opts)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	return benchSeed(b, mustServer(b, db))
+	s := benchSeed(b, mustServer(b, db))
+	if opts.Solo {
+		for i := 0; i < 1000 && !db.Holding(); i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !db.Holding() {
+			b.Fatal("the store never became the solo holder")
+		}
+	}
+	start := statements.Load()
+	b.Cleanup(func() {
+		if b.N > 0 {
+			b.ReportMetric(float64(statements.Load()-start)/float64(b.N), "statements/op")
+		}
+	})
+	return s
 }
 
 func benchSeed(b *testing.B, s *server) *server {
@@ -119,6 +142,18 @@ func BenchmarkPostgresUserGraphQL(b *testing.B) {
 func BenchmarkPostgresUserREST(b *testing.B) {
 	s := benchPostgres(b)
 	benchPost(b, s, http.MethodGet, "/api/users/7", nil)
+}
+
+// The REST and GraphQL reads of one user on PostgreSQL with the record
+// cache of an instance that is the only writer (postgres.Options.Solo).
+func BenchmarkPostgresSoloUserREST(b *testing.B) {
+	s := benchPostgresWith(b, postgres.Options{Solo: true})
+	benchPost(b, s, http.MethodGet, "/api/users/7", nil)
+}
+
+func BenchmarkPostgresSoloUserGraphQL(b *testing.B) {
+	s := benchPostgresWith(b, postgres.Options{Solo: true})
+	benchPost(b, s, http.MethodPost, "/graphql", []byte(`{"query":"query($id: ID!) { user(id: $id) { name email } }","variables":{"id":"7"}}`))
 }
 
 // One event to 1,000 subscribers over WebSocket, as bench/subscribers

@@ -79,6 +79,10 @@ func (schema) CreateTable(t *sqlstore.SchemaTable) string {
 		b.WriteString("\n")
 	}
 	b.WriteString(");\n\n")
+	// Writers other than the solo holder wait while it serves from its
+	// cache (migration 00031, solo.go).
+	b.WriteString("CREATE TRIGGER solo_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON " + t.Name +
+		" FOR EACH STATEMENT EXECUTE FUNCTION solo_guard();\n\n")
 	return b.String()
 }
 

@@ -56,7 +56,8 @@ func TestGeneratedMigration(t *testing.T) {
 	}
 	gadgets, changed := storetest.Gadgets(), storetest.GadgetsChanged()
 	first, snap := mustGenerate(t, snap, gadgets)
-	for _, want := range []string{"CREATE TABLE gadgets (", "CREATE TABLE gadget_parts (", "gadgets_identity", "UPDATE roles"} {
+	for _, want := range []string{"CREATE TABLE gadgets (", "CREATE TABLE gadget_parts (", "gadgets_identity", "UPDATE roles",
+		"solo_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON gadgets ", "solo_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON gadget_parts "} {
 		if !strings.Contains(first, want) {
 			t.Errorf("migration of a new resource lacks %q:\n%s", want, first)
 		}

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -51,6 +52,15 @@ type Options struct {
 	// outage, and a line when it answers again; nil discards them. Requests
 	// meanwhile are answered 503 UNAVAILABLE.
 	Logger *slog.Logger
+	// Solo turns on the record cache while this instance is provably the
+	// only writer of the database (solo.go): it registers on a connection
+	// of its own, becomes the holder when no other instance is registered
+	// and no foreign write is in flight, and yields to the first writer or
+	// instance that waits for it. Off, every read is a round trip.
+	Solo bool
+	// CacheRecords bounds the record cache of Solo, as sqlite.Options'
+	// does: 0 is 16384 entries.
+	CacheRecords int
 }
 
 // cancelGrace is how long a statement whose context ended may take to
@@ -61,6 +71,7 @@ const cancelGrace = 5 * time.Second
 type DB struct {
 	*sqlstore.Store
 	pool *pgxpool.Pool
+	solo *solo
 }
 
 // Open connects to the database at url (postgres://...), brings its schema up
@@ -89,6 +100,24 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	// does the store: a new session costs PostgreSQL a process and cold
 	// caches.
 	cfg.MaxConnLifetime, cfg.MaxConnIdleTime = 0, 0
+	var so *solo
+	if opts.Solo {
+		so = &solo{id: newInstanceID(), base: time.Now(), log: opts.Logger}
+		if so.log == nil {
+			so.log = slog.New(slog.DiscardHandler)
+		}
+		if cfg.ConnConfig.RuntimeParams == nil {
+			cfg.ConnConfig.RuntimeParams = map[string]string{}
+		}
+		// The pool's connections name the instance, so that solo_guard
+		// knows its writes (no round trip: a startup parameter).
+		cfg.ConnConfig.RuntimeParams[instanceParam] = instanceString(so.id)
+		connCfg := cfg.ConnConfig.Copy()
+		connCfg.RuntimeParams["application_name"] = "resourceapi solo"
+		so.connect = func(ctx context.Context) (*pgx.Conn, error) {
+			return pgx.ConnectConfig(ctx, connCfg.Copy())
+		}
+	}
 	pgxPool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
@@ -111,10 +140,30 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	p := &pool{pool: pgxPool, slots: make(chan struct{}, conns)}
-	return &DB{Store: sqlstore.New(sqlstore.Config{
+	scfg := sqlstore.Config{
 		Reader: p, Writer: p, Dialect: dialect{}, Now: opts.Now,
 		OnStatement: opts.OnStatement, Trace: opts.Trace, Logger: opts.Logger,
-	}), pool: pgxPool}, nil
+	}
+	if so != nil {
+		// Registered before the first read: from here on, no other
+		// instance becomes the holder while this one lives.
+		if err := so.register(ctx); err != nil {
+			pgxPool.Close()
+			return nil, fmt.Errorf("open postgres: register: %w", err)
+		}
+		scfg.CacheRecords, scfg.ForeignCommits = opts.CacheRecords, so.commits
+		if scfg.CacheRecords <= 0 {
+			scfg.CacheRecords = 16384
+		}
+		so.start()
+	}
+	return &DB{Store: sqlstore.New(scfg), pool: pgxPool, solo: so}, nil
+}
+
+// Holding reports whether the store serves reads from its record cache
+// now: Options.Solo, and this instance is the holder (solo.go).
+func (db *DB) Holding() bool {
+	return db.solo != nil && db.solo.serving()
 }
 
 // Migrate brings the schema of the database at url up to date and returns.
@@ -164,6 +213,9 @@ func goMigrations() []*goose.Migration {
 
 // Close closes the connection pool.
 func (db *DB) Close() error {
+	if db.solo != nil {
+		db.solo.close()
+	}
 	db.pool.Close()
 	return nil
 }

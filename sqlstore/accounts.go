@@ -11,8 +11,11 @@ import (
 )
 
 // On a database that other processes write (PostgreSQL, shared by several
-// instances and the command line), the record cache is off, and accounts
-// have a cache of their own: each is kept with the identity version it was
+// instances and the command line), the record cache answers only while the
+// instance is the only writer (Config.ForeignCommits ok: then accounts are
+// values of the record cache, current as on SQLite, see identity.go).
+// Otherwise accounts have a cache of their own: each is kept with the
+// identity version it was
 // read at, in the same statement (Dialect.IdentityVersion), and served only
 // to a request whose reads confirm it (resourceapi.IdentityVersioner): a
 // request that may use it (resourceapi.CachedAccountsAllowed) gets it marked

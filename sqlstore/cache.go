@@ -33,7 +33,9 @@ import (
 //     invalidates every entry.
 //
 // So once any reader can see a commit, no reader is served the state before
-// it. Package postgres, whose database several instances share, has no cache.
+// it. Package postgres, whose database several instances share, reports
+// ok only while the instance is provably the only writer, and a new count
+// each time it becomes so (postgres/solo.go).
 type cache struct {
 	// foreign is Config.ForeignCommits; foreignSeen the last count applied.
 	foreign     func() (uint64, bool)
@@ -127,6 +129,10 @@ type fill struct {
 	epochs                 *resourceEpochs
 	writes, access, global uint64
 }
+
+// ok reports whether f lets the read store what it reads: the cache can
+// tell now (ForeignCommits said ok) that no commit it does not see is made.
+func (f fill) ok() bool { return f.epochs != nil }
 
 // lookup returns the valid entry under k, or nil and the fill for what the
 // read will find. Entries are shared and read-only.

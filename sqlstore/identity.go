@@ -26,8 +26,12 @@ var _ resourceapi.IdentityStore = (*Store)(nil)
 // user a key belongs to as a value of api_keys (any write of a key drops
 // them all); roles change only by another process's commit, which drops
 // everything. So authenticating a repeated caller costs
-// no query, and is never stale. On PostgreSQL, accounts have a cache of
-// their own, confirmed by the reads of the request (accounts.go).
+// no query, and is never stale. On PostgreSQL the record cache answers only
+// while the instance is the only writer (postgres/solo.go: ForeignCommits
+// says ok), and its accounts are then current as on SQLite: a write of
+// another process waits until the holder has stopped serving. Otherwise
+// accounts have a cache of their own, confirmed by the reads of the
+// request (accounts.go).
 
 // AccountByID implements resourceapi.IdentityStore.
 func (s *Store) AccountByID(ctx context.Context, id int64) (resourceapi.Account, error) {
@@ -60,11 +64,6 @@ func (s *Store) AccountByAPIKey(ctx context.Context, keyHash string) (resourceap
 	if err := ctx.Err(); err != nil {
 		return resourceapi.Account{}, err
 	}
-	if s.accounts != nil {
-		return s.accounts.account(ctx, "key "+keyHash, func() (resourceapi.Account, error) {
-			return s.account(ctx, "k.key_hash = "+s.dialect.Placeholder(1), true, keyHash)
-		})
-	}
 	key := "\x00key user " + keyHash
 	v, ok, fill := s.cache.value(resourceapi.APIKeys, key)
 	if ok {
@@ -73,7 +72,13 @@ func (s *Store) AccountByAPIKey(ctx context.Context, keyHash string) (resourceap
 		acct.ExpiresAt = ku.expires
 		return acct, err
 	}
-	acct, err := s.account(ctx, "k.key_hash = "+s.dialect.Placeholder(1), true, keyHash)
+	read := func() (resourceapi.Account, error) {
+		return s.account(ctx, "k.key_hash = "+s.dialect.Placeholder(1), true, keyHash)
+	}
+	if s.accounts != nil && !fill.ok() {
+		return s.accounts.account(ctx, "key "+keyHash, read)
+	}
+	acct, err := read()
 	if err == nil {
 		s.cache.storeValue(resourceapi.APIKeys, key, fill, keyUser{acct.User.ID(), acct.ExpiresAt}, 32)
 	}
@@ -86,12 +91,12 @@ func (s *Store) cachedAccount(ctx context.Context, key string, read func() (reso
 	if err := ctx.Err(); err != nil {
 		return resourceapi.Account{}, err
 	}
-	if s.accounts != nil {
-		return s.accounts.account(ctx, key, read)
-	}
 	v, ok, fill := s.cache.value(resourceapi.Users, key)
 	if ok {
 		return v.(resourceapi.Account), nil
+	}
+	if s.accounts != nil && !fill.ok() {
+		return s.accounts.account(ctx, key, read)
 	}
 	acct, err := read()
 	if err == nil {

@@ -334,7 +334,8 @@ type Config struct {
 	// ForeignCommits.
 	CacheRecords int
 	// ForeignCommits, when not nil, reports the commits made to the database
-	// without this Store (another process writing the SQLite file). It
+	// without this Store (another process writing the SQLite file; on
+	// PostgreSQL, ok only while no other writer can commit). It
 	// returns a count that grows with them, and must have counted every such
 	// commit that completed before it was called; ok false means it cannot
 	// tell now, and the read is answered by the database, uncached. Every
@@ -386,7 +387,7 @@ func New(cfg Config) *Store {
 	if s.outage.log == nil {
 		s.outage.log = slog.New(slog.DiscardHandler)
 	}
-	if cache == nil && cfg.Dialect.IdentityVersion() != "" {
+	if cfg.Dialect.IdentityVersion() != "" {
 		s.accounts = newAccountCache()
 	}
 	return s

@@ -28,6 +28,7 @@ type config struct {
 	DatabaseURL     string         // RESOURCEAPI_DATABASE_URL: postgres://... or a SQLite path (see checkDatabaseURL)
 	SQLiteSync      string         // RESOURCEAPI_SQLITE_SYNC: full or normal
 	SQLiteCache     int            // RESOURCEAPI_SQLITE_CACHE: cache entries (records, list pages); 0 turns the cache off
+	PostgresSolo    bool           // RESOURCEAPI_POSTGRES_SOLO: on or off; the record cache on PostgreSQL while this instance is the only writer
 	AdminEmail      string         // RESOURCEAPI_ADMIN_EMAIL
 	AdminEmailSet   bool           // RESOURCEAPI_ADMIN_EMAIL was set (not the default)
 	AdminPassword   string         // RESOURCEAPI_ADMIN_PASSWORD
@@ -87,6 +88,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		DatabaseURL:     defaultSQLitePath,
 		SQLiteSync:      "full",
 		SQLiteCache:     16384,
+		PostgresSolo:    true,
 		AdminEmail:      "admin@localhost",
 		Vendor:          "example",
 		LogFormat:       "text",
@@ -230,6 +232,16 @@ func loadConfig(getenv func(string) string) (config, error) {
 			errs = append(errs, "RESOURCEAPI_SHUTDOWN_TIMEOUT must be a positive duration such as 30s")
 		}
 		cfg.ShutdownTimeout = d
+	}
+	if v := strings.TrimSpace(getenv("RESOURCEAPI_POSTGRES_SOLO")); v != "" {
+		switch strings.ToLower(v) {
+		case "on", "true", "1":
+			cfg.PostgresSolo = true
+		case "off", "false", "0":
+			cfg.PostgresSolo = false
+		default:
+			errs = append(errs, "RESOURCEAPI_POSTGRES_SOLO must be on or off")
+		}
 	}
 	if v := strings.TrimSpace(getenv("RESOURCEAPI_EVENTS_RELAY")); v != "" {
 		switch strings.ToLower(v) {

@@ -53,7 +53,8 @@ func newLogger(cfg config, w io.Writer) *slog.Logger {
 // store's warnings (a database outage).
 func openStore(ctx context.Context, cfg config, log *slog.Logger, tr *tracer) (store, error) {
 	if cfg.postgres() {
-		return postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{Logger: log, Trace: tr.statement("postgresql")})
+		return postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{Logger: log, Trace: tr.statement("postgresql"),
+			Solo: cfg.PostgresSolo})
 	}
 	sync := sqlite.SyncFull
 	if cfg.SQLiteSync == "normal" {

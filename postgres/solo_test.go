@@ -1,0 +1,306 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/resourceapi/resourceapi"
+	"github.com/resourceapi/resourceapi/argon2id"
+	rauth "github.com/resourceapi/resourceapi/auth"
+	"github.com/resourceapi/resourceapi/postgres"
+	"github.com/resourceapi/resourceapi/postgres/pgtest"
+)
+
+// soloInstance is a store opened with Options.Solo, the Service over it
+// (API keys authenticate), and the count of the statements it ran.
+type soloInstance struct {
+	db         *postgres.DB
+	svc        *resourceapi.Service
+	statements *atomic.Int64
+}
+
+func mustOpenSolo(t *testing.T, url string) *soloInstance {
+	t.Helper()
+	var n atomic.Int64
+	db, err := postgres.Open(context.Background(), url, postgres.Options{MaxConns: 4, Solo: true,
+		OnStatement: func(string) { n.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	hasher := &argon2id.Hasher{Memory: 8, Time: 1, Threads: 1, KeyLen: 16, SaltLen: 16}
+	auth, err := rauth.New(rauth.Config{Store: db, Hasher: hasher})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := resourceapi.NewService(db, hasher)
+	svc.SetAuthenticator(auth)
+	return &soloInstance{db: db, svc: svc, statements: &n}
+}
+
+// waitHolding waits, boundedly, until db serves from its cache.
+func waitHolding(t *testing.T, db *postgres.DB) {
+	t.Helper()
+	for range 1000 {
+		if db.Holding() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the store never became the solo holder")
+}
+
+// getAs reads the user id as the caller whose API key is key, from scratch
+// (authentication included), as a request does.
+func (s *soloInstance) getAs(t *testing.T, key string, id int64) (resourceapi.Record, error) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := s.svc.Authenticate(ctx, resourceapi.Credential{Scheme: resourceapi.SchemeAPIKey, Secret: key})
+	if err != nil {
+		return nil, err
+	}
+	return s.svc.Get(ctx, c, resourceapi.Users, resourceapi.Address{ID: id})
+}
+
+// mustAdminKey creates an admin and an API key of theirs.
+func (s *soloInstance) mustAdminKey(t *testing.T) (user resourceapi.Record, key string, keyID int64) {
+	t.Helper()
+	ctx := context.Background()
+	sys := resourceapi.SystemCaller()
+	user, err := s.svc.Create(ctx, sys, resourceapi.Users, 0, resourceapi.Record{
+		"name": "Ann", "email": "ann@example.com", "roles": []string{resourceapi.RoleAdmin}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := s.svc.Create(ctx, sys, resourceapi.APIKeys, 0, resourceapi.Record{"user_id": user.ID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return user, k["key"].(string), k.ID()
+}
+
+// TestSoloGetCostsNoStatement: the only instance serves a repeated GET,
+// authentication by API key included, without a statement.
+func TestSoloGetCostsNoStatement(t *testing.T) {
+	a := mustOpenSolo(t, pgtest.Migrated(t))
+	user, key, _ := a.mustAdminKey(t)
+	waitHolding(t, a.db)
+	for range 2 { // the key's user, then the user's account
+		if _, err := a.getAs(t, key, user.ID()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := a.statements.Load()
+	for range 3 {
+		rec, err := a.getAs(t, key, user.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rec["name"]; got != "Ann" {
+			t.Fatalf("name = %v, want Ann", got)
+		}
+	}
+	if !a.db.Holding() {
+		t.Skip("the holder yielded during the test (another process wrote)")
+	}
+	if got := a.statements.Load() - before; got != 0 {
+		t.Errorf("3 authenticated GETs of a cached user ran %d statements, want 0", got)
+	}
+}
+
+// TestSoloSecondInstance: a second instance on the same database makes the
+// first stop serving from its cache before its Open returns, and every
+// write of the second is seen by the first's next read, with the first's
+// API key refused on its next request once the second revokes it.
+func TestSoloSecondInstance(t *testing.T) {
+	url := pgtest.Migrated(t)
+	a := mustOpenSolo(t, url)
+	user, key, keyID := a.mustAdminKey(t)
+	waitHolding(t, a.db)
+	if _, err := a.getAs(t, key, user.ID()); err != nil {
+		t.Fatal(err)
+	}
+	b := mustOpenSolo(t, url)
+	if a.db.Holding() {
+		t.Fatal("the first instance still serves from its cache once a second is open")
+	}
+	ctx := context.Background()
+	sys := resourceapi.SystemCaller()
+	for i, name := range []string{"B1", "B2", "B3", "B4", "B5"} {
+		if _, err := b.svc.Update(ctx, sys, resourceapi.Users, resourceapi.Address{ID: user.ID()}, resourceapi.Record{"name": name}, nil); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := a.getAs(t, key, user.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rec["name"]; got != name {
+			t.Fatalf("write %d: the first instance read name %v, want %s", i, got, name)
+		}
+	}
+	if err := b.svc.Delete(ctx, sys, resourceapi.APIKeys, resourceapi.Address{ID: keyID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.getAs(t, key, user.ID()); resourceapi.ErrorCode(err) != resourceapi.CodeInvalidToken {
+		t.Fatalf("GET with a key the other instance revoked: %v, want %s", err, resourceapi.CodeInvalidToken)
+	}
+	if a.db.Holding() || b.db.Holding() {
+		t.Errorf("holding with two instances registered: first %v, second %v", a.db.Holding(), b.db.Holding())
+	}
+}
+
+// TestSoloRawWrites: writes made without the store (psql, database/sql)
+// wait for the holder to yield, and the holder's next read sees them; a
+// key deleted so is refused on the next request.
+func TestSoloRawWrites(t *testing.T) {
+	url := pgtest.Migrated(t)
+	a := mustOpenSolo(t, url)
+	raw := mustOpenRaw(t, url)
+	user, key, keyID := a.mustAdminKey(t)
+	for _, name := range []string{"R1", "R2", "R3"} {
+		waitHolding(t, a.db)
+		if _, err := a.getAs(t, key, user.ID()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := raw.Exec("UPDATE users SET name = $1 WHERE id = $2", name, user.ID()); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := a.getAs(t, key, user.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rec["name"]; got != name {
+			t.Fatalf("after a raw UPDATE: name = %v, want %s", got, name)
+		}
+	}
+	waitHolding(t, a.db)
+	if _, err := a.getAs(t, key, user.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec("DELETE FROM api_keys WHERE id = $1", keyID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.getAs(t, key, user.ID()); resourceapi.ErrorCode(err) != resourceapi.CodeInvalidToken {
+		t.Fatalf("GET with a key deleted by raw SQL: %v, want %s", err, resourceapi.CodeInvalidToken)
+	}
+}
+
+// TestSoloRegistrationLost: when the holder's registration connection is
+// ended, a raw write made at once is still seen by the holder's next read
+// (the write waits out the holder's lease), and the store stops serving
+// from its cache until it has registered again.
+func TestSoloRegistrationLost(t *testing.T) {
+	url := pgtest.Migrated(t)
+	a := mustOpenSolo(t, url)
+	raw := mustOpenRaw(t, url)
+	user, key, _ := a.mustAdminKey(t)
+	for _, name := range []string{"K1", "K2"} {
+		waitHolding(t, a.db)
+		if _, err := a.getAs(t, key, user.ID()); err != nil {
+			t.Fatal(err)
+		}
+		var ended int
+		err := raw.QueryRow(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE datname = current_database() AND application_name = 'resourceapi solo'`).Scan(&ended)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ended != 1 {
+			t.Fatalf("ended %d registration connections, want 1", ended)
+		}
+		if _, err := raw.Exec("UPDATE users SET name = $1 WHERE id = $2", name, user.ID()); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := a.getAs(t, key, user.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rec["name"]; got != name {
+			t.Fatalf("after the registration was lost and a raw UPDATE: name = %v, want %s", got, name)
+		}
+	}
+}
+
+// TestSoloReadsAfterAcknowledgedWrites: readers on the holder run
+// continuously while writes come from raw SQL, from the holder itself and
+// from a second instance that opens and closes (the holder yields and
+// becomes the holder again); no read that begins after a write was
+// acknowledged returns the value before it. Run it with -race.
+func TestSoloReadsAfterAcknowledgedWrites(t *testing.T) {
+	url := pgtest.Migrated(t)
+	a := mustOpenSolo(t, url)
+	raw := mustOpenRaw(t, url)
+	ctx := context.Background()
+	sys := resourceapi.SystemCaller()
+	user, err := a.svc.Create(ctx, sys, resourceapi.Users, 0, resourceapi.Record{"name": "Ann", "email": "ann@example.com", "age": int64(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := user.ID()
+	var acked atomic.Int64
+	stop := make(chan struct{})
+	errs := make(chan error, 4)
+	for range cap(errs) {
+		go func() {
+			for {
+				select {
+				case <-stop:
+					errs <- nil
+					return
+				default:
+				}
+				lo := acked.Load()
+				rec, err := a.svc.Get(ctx, sys, resourceapi.Users, resourceapi.Address{ID: id})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if age := rec["age"].(int64); age < lo {
+					errs <- fmt.Errorf("read age %d after the write of %d was acknowledged", age, lo)
+					return
+				}
+			}
+		}()
+	}
+	var b *postgres.DB
+	var bsvc *resourceapi.Service
+	for i := int64(1); i <= 45; i++ {
+		switch {
+		case i == 16:
+			if b, err = postgres.Open(ctx, url, postgres.Options{MaxConns: 2, Solo: true}); err != nil {
+				t.Fatal(err)
+			}
+			bsvc = resourceapi.NewService(b, nil)
+		case i == 31:
+			if err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+			b, bsvc = nil, nil
+		}
+		patch := resourceapi.Record{"age": i}
+		switch {
+		case bsvc != nil && i%2 == 0:
+			_, err = bsvc.Update(ctx, sys, resourceapi.Users, resourceapi.Address{ID: id}, patch, nil)
+		case i%3 == 0:
+			_, err = raw.Exec("UPDATE users SET age = $1 WHERE id = $2", i, id)
+		default:
+			_, err = a.svc.Update(ctx, sys, resourceapi.Users, resourceapi.Address{ID: id}, patch, nil)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		acked.Store(i)
+		if i%5 == 0 && b == nil {
+			waitHolding(t, a.db)
+		}
+	}
+	close(stop)
+	for range cap(errs) {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
