@@ -2,7 +2,9 @@ package resourceapi
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
+	"time"
 )
 
 // Accounts served from a cache, and how a read confirms them.
@@ -163,10 +165,107 @@ func (s *Service) currentIdentityVersion(ctx context.Context) (int64, error) {
 	return v.IdentityVersion(ctx)
 }
 
+// IdentityConfirmer is implemented by a store whose write transactions can
+// confirm a provisional caller themselves: a write whose context carries a
+// version (IdentityConfirmFrom) commits only if the database's identity
+// version is still that one when it commits (checked in the transaction,
+// with its last statements), and fails with ErrIdentityMoved, having
+// committed nothing, otherwise.
+type IdentityConfirmer interface {
+	ConfirmsIdentity() bool
+}
+
+// ErrIdentityMoved is the error of a write that an IdentityConfirmer did not
+// commit because the identity version had moved: the Service authenticates
+// the request again and runs the write again (writeAs). It never reaches a
+// transport.
+var ErrIdentityMoved = errors.New("the identity version moved before the commit")
+
+type identityConfirmKey struct{}
+
+// WithIdentityConfirm returns ctx asking the write it carries to commit only
+// while the identity version is v (see IdentityConfirmer): what writeAs
+// gives a write by a provisional caller.
+func WithIdentityConfirm(ctx context.Context, v int64) context.Context {
+	return context.WithValue(ctx, identityConfirmKey{}, v)
+}
+
+// IdentityConfirmFrom returns the identity version a write must still see
+// when it commits (see IdentityConfirmer), and whether there is one.
+func IdentityConfirmFrom(ctx context.Context) (int64, bool) {
+	v, ok := ctx.Value(identityConfirmKey{}).(int64)
+	return v, ok
+}
+
+// writeAs runs fn, a write, as c as the database has it. A provisional c
+// is confirmed by the write's own transaction where the store can
+// (IdentityConfirmer), which spares the write a read of the account (a
+// round trip and a transaction on PostgreSQL): if the identity version
+// moved since the account was cached, the transaction commits nothing, and
+// the request is authenticated again from the database and fn runs again.
+// A write that fails otherwise (a refusal, a conflict) asks the version, as
+// a read that saw none does, and runs again if it moved: a refusal is
+// decided on the account as the database has it.
+// Otherwise (no confirming store, or an idempotency key, whose claim is
+// not made for a second run), c is authenticated again first (current).
+// fn must be able to run twice: rec, what it writes, is handed to it anew
+// each time (a copy for the first run), so only a rec whose Clone is deep
+// takes the confirmed path.
+func (s *Service) writeAs(ctx context.Context, c *Caller, rec Record, fn func(context.Context, *Caller, Record) error) error {
+	if c == nil || c.provisional == nil || IdempotencyFrom(ctx) != nil || !flat(rec) {
+		c, err := current(ctx, c)
+		if err != nil {
+			return err
+		}
+		return fn(ctx, c, rec)
+	}
+	if ic, ok := s.store.(IdentityConfirmer); !ok || !ic.ConfirmsIdentity() {
+		c, err := current(ctx, c)
+		if err != nil {
+			return err
+		}
+		return fn(ctx, c, rec)
+	}
+	err := fn(WithIdentityConfirm(ctx, c.provisional.version), c, rec.Clone())
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, ErrIdentityMoved) {
+		// A refusal, or a write that failed before its commit, decided
+		// on the cached account: it stands only if that account is
+		// still the database's (as in readConfirmed).
+		v, verr := s.currentIdentityVersion(ctx)
+		if verr != nil {
+			return verr
+		}
+		if v == c.provisional.version {
+			return err
+		}
+	}
+	c, err = c.provisional.again(ctx)
+	if err != nil {
+		return err
+	}
+	return fn(ctx, c, rec)
+}
+
+// flat reports whether rec holds only values that Clone copies whole:
+// scalars and lists of strings.
+func flat(rec Record) bool {
+	for _, v := range rec {
+		switch v.(type) {
+		case nil, string, bool, int64, int, float64, time.Time, []string:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // current returns c as the database has it now: c itself, unless c is
 // provisional, whose request it authenticates again. Every Service method
-// that takes a caller but the reads (which confirm it as they read) starts
-// with it.
+// that takes a caller but the reads (which confirm it as they read) and
+// the writes of writeAs starts with it.
 func current(ctx context.Context, c *Caller) (*Caller, error) {
 	if c == nil || c.provisional == nil {
 		return c, nil

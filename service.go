@@ -244,13 +244,18 @@ func (s *Service) prepareCreate(ctx context.Context, c *Caller, res *Resource, r
 // When ctx carries an Idempotency (WithIdempotency), the write happens once
 // per key: a key used already returns its Outcome (a *Replay, or
 // CodeUnprocessable) and writes nothing.
-func (s *Service) Create(ctx context.Context, c *Caller, res *Resource, parent int64, rec Record) (_ Record, err error) {
+func (s *Service) Create(ctx context.Context, c *Caller, res *Resource, parent int64, rec Record) (out Record, err error) {
 	ctx, end := s.span(ctx, "Create", res)
 	defer func() { end(err) }()
-	c, err = current(ctx, c)
-	if err != nil {
-		return nil, err
-	}
+	err = s.writeAs(ctx, c, rec, func(ctx context.Context, c *Caller, rec Record) (err error) {
+		out, err = s.create(ctx, c, res, parent, rec)
+		return err
+	})
+	return out, err
+}
+
+// create is Create as c, whom writeAs confirms.
+func (s *Service) create(ctx context.Context, c *Caller, res *Resource, parent int64, rec Record) (Record, error) {
 	if _, err := s.permit(c, res, OpCreate); err != nil {
 		return nil, err
 	}
@@ -372,13 +377,18 @@ func (s *Service) Replace(ctx context.Context, c *Caller, res *Resource, item Ad
 
 // Update changes the fields present in patch of record item.ID. cond is as
 // for Replace; an Idempotency in ctx is as for Create.
-func (s *Service) Update(ctx context.Context, c *Caller, res *Resource, item Address, patch Record, cond Condition) (_ Record, err error) {
+func (s *Service) Update(ctx context.Context, c *Caller, res *Resource, item Address, patch Record, cond Condition) (out Record, err error) {
 	ctx, end := s.span(ctx, "Update", res)
 	defer func() { end(err) }()
-	c, err = current(ctx, c)
-	if err != nil {
-		return nil, err
-	}
+	err = s.writeAs(ctx, c, patch, func(ctx context.Context, c *Caller, patch Record) (err error) {
+		out, err = s.update(ctx, c, res, item, patch, cond)
+		return err
+	})
+	return out, err
+}
+
+// update is Update as c, whom writeAs confirms.
+func (s *Service) update(ctx context.Context, c *Caller, res *Resource, item Address, patch Record, cond Condition) (Record, error) {
 	a, err := s.permit(c, res, OpUpdate)
 	if err != nil {
 		return nil, err

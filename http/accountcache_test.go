@@ -77,7 +77,12 @@ func TestCachedAccountsFollowOtherInstances(t *testing.T) {
 	}
 	b.do("PATCH", item, `{"permissions":["users:read","articles:read"]}`).mustStatus(t, http.StatusOK)
 	readAll(http.StatusOK, "")
+	// Given back on b while a's cached account may not post: a's write
+	// is not refused on the cached account.
 	b.do("PATCH", item, `{"roles":["user"],"permissions":[]}`).mustStatus(t, http.StatusOK)
+	for _, who := range all {
+		who.post("/api/posts", post).mustStatus(t, http.StatusCreated)
+	}
 	readAll(http.StatusOK, "")
 
 	// A role's definition, changed by SQL from outside the service.

@@ -192,6 +192,18 @@ func (dialect) Horizon() string { return "(SELECT last_value FROM events_horizon
 // with every change of a user, an API key or a role (migration 00007).
 func (dialect) IdentityVersion() string { return "(SELECT version FROM identity_version)" }
 
+var _ sqlstore.IdentityConfirm = dialect{}
+
+// ConfirmIdentity runs identity_confirm (migration 00035), which fails with
+// SQLSTATE RA001 unless the identity version is $1.
+func (dialect) ConfirmIdentity() string { return "SELECT identity_confirm($1)" }
+
+// IdentityMoved reports identity_confirm's failure (SQLSTATE RA001).
+func (dialect) IdentityMoved(err error) bool {
+	var e *pgconn.PgError
+	return errors.As(err, &e) && e.Code == "RA001"
+}
+
 // Unavailable reports the errors of a server that cannot be reached or is
 // not accepting work: a connection that could not be made (refused, or the
 // server answered 57P03 "the database system is starting up") or that broke,

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -108,4 +109,64 @@ func TestIdentityVersion(t *testing.T) {
 	step("delete a user", true, func() error {
 		return svc.Delete(ctx, sys, resourceapi.Users, resourceapi.Address{ID: user.ID()}, nil)
 	})
+}
+
+// TestWriteConfirmsIdentity: a write whose context asks it to confirm an
+// identity version (what the Service gives the write of a caller
+// authenticated from the accounts cache) commits while the database still
+// has that version, and otherwise fails with ErrIdentityMoved having
+// committed nothing: no record, no change, no event.
+func TestWriteConfirmsIdentity(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	db := mustOpen(t, url)
+	raw := mustOpenRaw(t, url)
+	user := func(name string) resourceapi.Record {
+		rec := resourceapi.Record{"name": name, "email": name + "@example.com"}
+		if err := resourceapi.Validate(resourceapi.Users, rec, resourceapi.ModeCreate); err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	ann, err := db.Create(ctx, resourceapi.Users, user("ann"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := db.IdentityVersion(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	confirmed := resourceapi.WithIdentityConfirm(ctx, v)
+	if _, err := db.Create(confirmed, resourceapi.Users, user("bob")); err != nil {
+		t.Fatalf("create at the current version: %v", err)
+	}
+	if _, err := db.Update(confirmed, resourceapi.Users, ann.ID(), resourceapi.Record{"age": int64(41)}, nil); err != nil {
+		t.Fatalf("update at the current version: %v", err)
+	}
+	counts := func() (users, events int) {
+		t.Helper()
+		if err := raw.QueryRowContext(ctx, "SELECT (SELECT count(*) FROM users), (SELECT count(*) FROM events)").Scan(&users, &events); err != nil {
+			t.Fatal(err)
+		}
+		return users, events
+	}
+	users, events := counts()
+
+	// Another instance changes what decides access.
+	if _, err := raw.ExecContext(ctx, `UPDATE users SET roles = '["admin"]' WHERE id = $1`, ann.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Create(confirmed, resourceapi.Users, user("cid")); !errors.Is(err, resourceapi.ErrIdentityMoved) {
+		t.Errorf("create at a moved version: %v, want ErrIdentityMoved", err)
+	}
+	if _, err := db.Update(confirmed, resourceapi.Users, ann.ID(), resourceapi.Record{"age": int64(42)}, nil); !errors.Is(err, resourceapi.ErrIdentityMoved) {
+		t.Errorf("update at a moved version: %v, want ErrIdentityMoved", err)
+	}
+	if u, e := counts(); u != users || e != events {
+		t.Errorf("after the refused writes: %d users and %d events, want %d and %d", u, e, users, events)
+	}
+	var age int64
+	if err := raw.QueryRowContext(ctx, "SELECT age FROM users WHERE id = $1", ann.ID()).Scan(&age); err != nil || age != 41 {
+		t.Errorf("age = %d (%v), want 41", age, err)
+	}
 }

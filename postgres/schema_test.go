@@ -184,11 +184,11 @@ func TestNormalizeEmailsMigration(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// As migration 9 left it: without what migrations 11, 12, 15, 20, 25, 28, 30 and 31 add.
+	// As migration 9 left it: without what migrations 11, 12, 15, 20, 25, 28, 30, 31 and 35 add.
 	if _, err := raw.ExecContext(ctx, "ALTER TABLE events DROP COLUMN alias, DROP COLUMN actor, DROP COLUMN hooked_at; DROP TABLE idempotency_keys, events_purged, webhook_attempts, webhook_deliveries, webhooks; "+
 		"DROP TRIGGER events_commit_order ON events; DROP FUNCTION events_in_commit_order; DROP SEQUENCE events_commit_order; "+
 		"DROP FUNCTION events_establish_horizon; DROP SEQUENCE events_horizon, events_epoch, events_epoch_waited; "+
-		"DROP FUNCTION solo_guard CASCADE; DROP SEQUENCE solo_holder"); err != nil {
+		"DROP FUNCTION solo_guard CASCADE; DROP SEQUENCE solo_holder; DROP FUNCTION identity_confirm"); err != nil {
 		t.Fatal(err)
 	}
 	// Nor the lower-cased search copies of migration 33, whose indexes

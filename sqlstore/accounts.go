@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -117,6 +118,54 @@ func (s *Store) scanChecked(row scanner, cols *columns, check *resourceapi.Ident
 		s.accounts.saw(v)
 	}
 	return rec, err
+}
+
+// IdentityConfirm is implemented by the Dialect of a database that keeps an
+// identity version and can refuse, in a write's transaction, to commit it
+// when that version has moved (resourceapi.IdentityConfirmer).
+type IdentityConfirm interface {
+	// ConfirmIdentity is a statement with one parameter, a version, that
+	// fails with an error IdentityMoved recognises unless the identity
+	// version is that one.
+	ConfirmIdentity() string
+	// IdentityMoved reports whether err is ConfirmIdentity's failure.
+	IdentityMoved(err error) bool
+}
+
+var _ resourceapi.IdentityConfirmer = (*Store)(nil)
+
+// ConfirmsIdentity implements resourceapi.IdentityConfirmer: on a database
+// with an accounts cache whose dialect has IdentityConfirm.
+func (s *Store) ConfirmsIdentity() bool {
+	_, ok := s.dialect.(IdentityConfirm)
+	return ok && s.accounts != nil
+}
+
+// confirmIdentity queues, with the commit of tx, the check of the identity
+// version the write's context asks for (resourceapi.IdentityConfirmFrom),
+// if any: sent with the COMMIT, it costs no round trip, and if it fails
+// nothing commits. It runs after every statement of the write, in a
+// snapshot of its own (READ COMMITTED), so it sees every identity change
+// that committed before the write's last round trip.
+func (s *Store) confirmIdentity(ctx context.Context, tx Tx) error {
+	want, ok := resourceapi.IdentityConfirmFrom(ctx)
+	if !ok {
+		return nil
+	}
+	ic, ok := s.dialect.(IdentityConfirm)
+	if !ok || s.accounts == nil {
+		return errors.New("this store cannot confirm an identity version in a write")
+	}
+	return execAtCommit(ctx, tx, ic.ConfirmIdentity(), want)
+}
+
+// identityMoved returns resourceapi.ErrIdentityMoved for the failure of
+// confirmIdentity's statement, and err otherwise.
+func (s *Store) identityMoved(err error) error {
+	if ic, ok := s.dialect.(IdentityConfirm); ok && err != nil && ic.IdentityMoved(err) {
+		return resourceapi.ErrIdentityMoved
+	}
+	return err
 }
 
 var _ resourceapi.IdentityVersioner = (*Store)(nil)

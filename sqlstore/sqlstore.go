@@ -873,6 +873,9 @@ func (s *Store) Create(ctx context.Context, res *resourceapi.Resource, rec resou
 		if err := s.keepIdempotent(ctx, tx, idem, out); err != nil {
 			return err
 		}
+		if err := s.confirmIdentity(ctx, tx); err != nil {
+			return err
+		}
 		// The events last, once everything else is written: on
 		// PostgreSQL an event's insert holds the lock that orders event
 		// ids by commit until the transaction ends (recordEvent).
@@ -888,6 +891,9 @@ func (s *Store) Create(ctx context.Context, res *resourceapi.Resource, rec resou
 		s.changed(tx, change{res: res, id: out.ID(), created: true})
 		return nil
 	})
+	if err := s.identityMoved(err); err == resourceapi.ErrIdentityMoved {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", res.Singular, s.idempotentFailure(ctx, idem, err))
 	}
@@ -992,6 +998,9 @@ func (s *Store) Update(ctx context.Context, res *resourceapi.Resource, id int64,
 		if err := s.keepIdempotent(ctx, tx, idem, out); err != nil {
 			return err
 		}
+		if err := s.confirmIdentity(ctx, tx); err != nil {
+			return err
+		}
 		// The event last (see Create).
 		if err := s.recordEvent(ctx, tx, res, resourceapi.OpUpdate, cur, out, actor); err != nil {
 			return err
@@ -999,6 +1008,9 @@ func (s *Store) Update(ctx context.Context, res *resourceapi.Resource, id int64,
 		s.changed(tx, change{res: res, id: id})
 		return nil
 	})
+	if err := s.identityMoved(err); err == resourceapi.ErrIdentityMoved {
+		return nil, err
+	}
 	if err != nil {
 		return nil, wrap(s.idempotentFailure(ctx, idem, err), "update %s %d", res.Singular, id)
 	}
