@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/resourceapi/resourceapi"
@@ -153,6 +154,9 @@ func checkWalk(tb testing.TB, what string, got, want, stable []int64) {
 	}
 }
 
+// churned numbers the users churners insert.
+var churned atomic.Int64
+
 // churner returns what changes the users under a walk: each call inserts a
 // user that every walk's search and filter match, among the walkers in any
 // sort (ties included), and, once five of its users exist, deletes the
@@ -162,12 +166,11 @@ func checkWalk(tb testing.TB, what string, got, want, stable []int64) {
 // subtest, and this test the longest of CI under load).
 func (c *client) churner(tb testing.TB) func() {
 	var made []int64
-	n := 0
 	return func() {
 		tb.Helper()
-		n++
+		n := churned.Add(1) // unique across churners: each leaves five users behind
 		u, err := c.service.Create(context.Background(), resourceapi.SystemCaller(), resourceapi.Users, 0, resourceapi.Record{
-			"name": "Ann churn walker", "email": fmt.Sprintf("churn%d-%p@example.com", n, &made), "age": int64(n % 5)})
+			"name": "Ann churn walker", "email": fmt.Sprintf("churn%d@example.com", n), "age": n % 5})
 		if err != nil {
 			tb.Fatalf("churn: create: %v", err)
 		}
