@@ -167,6 +167,9 @@ func (dialect) ForeignKey(err error) bool {
 	return errors.As(err, &e) && e.Code == "23503"
 }
 
+// IndexedBy is "": PostgreSQL plans by its statistics.
+func (dialect) IndexedBy(index string) string { return "" }
+
 // SkipLocked lets the relays of several instances claim distinct events.
 func (dialect) SkipLocked() string { return " FOR UPDATE SKIP LOCKED" }
 

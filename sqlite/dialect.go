@@ -165,6 +165,10 @@ func (dialect) ForeignKey(err error) bool {
 	return false
 }
 
+// IndexedBy names the index a query reads its table through: without
+// statistics the planner can prefer one that walks far more rows.
+func (dialect) IndexedBy(index string) string { return " INDEXED BY " + index }
+
 // SkipLocked is empty: one process serves a SQLite file, and its relay is
 // the only one.
 func (dialect) SkipLocked() string { return "" }

@@ -90,6 +90,12 @@ type Dialect interface {
 	// It is "" where one process relays (SQLite: one process serves the
 	// file), and the outbox then reads events outside write transactions.
 	SkipLocked() string
+	// IndexedBy is the clause that makes a query read its table through
+	// index (after the table's name and alias), where the planner needs
+	// to be told (SQLite, without statistics: " INDEXED BY index"); "" on
+	// PostgreSQL, which plans by its statistics. index is one of the
+	// store's names, never input.
+	IndexedBy(index string) string
 	// Lock is the statement that takes the lock called name for the rest
 	// of the transaction, where SkipLocked is not "": it waits until no
 	// other instance's transaction holds it, and holds them off until this

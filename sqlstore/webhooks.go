@@ -652,7 +652,7 @@ func (s *Store) fanOut(ctx context.Context, tx Tx, limit int, fan func([]resourc
 		}
 		// The index of pending deliveries leads with the endpoint.
 		q.WriteString("SELECT DISTINCT webhook_id, record_key FROM webhook_deliveries WHERE webhook_id IN (" + q.ints(hookIDs) +
-			") AND record_key IN (" + strings.Join(keys, ", ") + ") AND state = " + q.Arg(resourceapi.DeliveryPending))
+			") AND record_key IN (" + strings.Join(keys, ", ") + ") AND state = " + pending)
 		rows, err := tx.QueryContext(ctx, q.String(), q.args...)
 		if err != nil {
 			return fail(err)
@@ -708,18 +708,34 @@ func (s *Store) fanOut(ctx context.Context, tx Tx, limit int, fan func([]resourc
 	return len(events), now, claimed, nil
 }
 
+// pending is the pending state as a literal, not a bound value: SQLite
+// uses a partial index (WHERE state = 'pending') only for a query that
+// names that state literally, and a bound one made every claim walk the
+// whole delivery log of its endpoint (webhook_deliveries_log), delivered
+// deliveries included (TestClaimPlans).
+const pending = "'" + resourceapi.DeliveryPending + "'"
+
 // claimable is the condition (on webhook_deliveries d) of a delivery that
 // may be claimed at now: pending, due, leased to no one (or its lease
 // expired), of an enabled endpoint, and the oldest pending delivery of its
 // record to its endpoint (so that a record's deliveries go in order).
 // Placeholders are positional on SQLite: every value is bound where it is
-// used.
+// used. d is to be read through the index of pending deliveries
+// (pendingDeliveries).
 func (s *Store) claimable(q *Query, now time.Time) string {
-	return "d.state = " + q.Arg(resourceapi.DeliveryPending) +
+	return "d.state = " + pending +
 		" AND d.next_attempt_at <= " + q.Arg(now) + " AND (d.lease_until IS NULL OR d.lease_until < " + q.Arg(now) + ")" +
 		" AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND w.enabled = " + s.dialect.Bool(true) + ")" +
 		" AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.webhook_id = d.webhook_id AND e.record_key = d.record_key" +
-		" AND e.state = " + q.Arg(resourceapi.DeliveryPending) + " AND e.id < d.id)"
+		" AND e.state = " + pending + " AND e.id < d.id)"
+}
+
+// pendingDeliveries is webhook_deliveries d read through the index of its
+// pending deliveries: without statistics SQLite prefers the log's index
+// (webhook_id, id), which spares it a sort of the few pending deliveries
+// but walks all the endpoint's delivered ones.
+func (s *Store) pendingDeliveries() string {
+	return "webhook_deliveries d" + s.dialect.IndexedBy("webhook_deliveries_pending")
 }
 
 // claimWork returns the enabled endpoints that have a delivery to claim at
@@ -727,7 +743,7 @@ func (s *Store) claimable(q *Query, now time.Time) string {
 func (s *Store) claimWork(ctx context.Context, tx Querier, now time.Time, room func(int64) int) ([]int64, error) {
 	q := s.newQuery()
 	q.WriteString("SELECT w.id FROM webhooks w WHERE w.enabled = " + s.dialect.Bool(true) +
-		" AND EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.webhook_id = w.id AND " + s.claimable(q, now) + ") ORDER BY w.id")
+		" AND EXISTS (SELECT 1 FROM " + s.pendingDeliveries() + " WHERE d.webhook_id = w.id AND " + s.claimable(q, now) + ") ORDER BY w.id")
 	rows, err := tx.QueryContext(ctx, q.String(), q.args...)
 	if err != nil {
 		return nil, err
@@ -757,7 +773,7 @@ func (s *Store) claimDeliveries(ctx context.Context, tx Tx, owner string, now ti
 		}
 		q := s.newQuery()
 		q.WriteString("UPDATE webhook_deliveries SET lease_owner = " + q.Arg(owner) + ", lease_until = " + q.Arg(now.Add(lease)) +
-			" WHERE id IN (SELECT d.id FROM webhook_deliveries d WHERE d.webhook_id = " + q.Arg(hook) + " AND " + s.claimable(q, now) +
+			" WHERE id IN (SELECT d.id FROM " + s.pendingDeliveries() + " WHERE d.webhook_id = " + q.Arg(hook) + " AND " + s.claimable(q, now) +
 			" ORDER BY d.id LIMIT " + q.Arg(int64(n)) + s.dialect.SkipLocked() + ") RETURNING " + deliveryColumns)
 		rows, err := tx.QueryContext(ctx, q.String(), q.args...)
 		if err != nil {

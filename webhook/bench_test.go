@@ -2,15 +2,22 @@ package webhook_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,7 +50,7 @@ func (c *writeCounter) RunWebhookRound(ctx context.Context, r resourceapi.Webhoo
 // relay publishing the outbox into a hub, and a webhook worker woken by
 // the hub, whose write transactions the returned counter counts. With
 // receiver set, an endpoint on it receives every products event.
-func benchService(b *testing.B, store string, receiver *httptest.Server) (*resourceapi.Service, *writeCounter, func() int64) {
+func benchService(b *testing.B, store string, receiver *outOfProcessReceiver) (*resourceapi.Service, *writeCounter, func() int64) {
 	b.Helper()
 	var db interface {
 		resourceapi.Store
@@ -64,7 +71,7 @@ func benchService(b *testing.B, store string, receiver *httptest.Server) (*resou
 	service := resourceapi.NewService(db, nil)
 	opts := webhook.Options{AllowPrivate: true}
 	if receiver != nil {
-		opts.TLS = receiver.Client().Transport.(*http.Transport).TLSClientConfig
+		opts.TLS = receiver.TLS
 	}
 	service.SetWebhookPolicy(resourceapi.WebhookPolicy{CheckURL: func(u string) error { return webhook.CheckURL(u, opts) }})
 	hub := inmem.NewHub()
@@ -124,7 +131,7 @@ func BenchmarkWebhookDelivery(b *testing.B) {
 		mu.Unlock()
 	}))
 	defer receiver.Close()
-	service, _, _ := benchService(b, "sqlite", receiver)
+	service, _, _ := benchService(b, "sqlite", &outOfProcessReceiver{URL: receiver.URL, TLS: receiver.Client().Transport.(*http.Transport).TLSClientConfig})
 	want.Store(int64(b.N))
 	committed := make([]map[int64]time.Time, 4)
 	b.ResetTimer()
@@ -167,36 +174,119 @@ func BenchmarkWebhookDelivery(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 }
 
-// BenchmarkWriteWithWebhook measures one write's latency (Create, one
-// writer) with the worker running and no endpoint registered, then with
-// one endpoint receiving every event, on SQLite, and on PostgreSQL when
-// RESOURCEAPI_TEST_POSTGRES_URL is set: delivery is off the write's path,
-// so the two should be the same. worker-tx/op is the worker's write
-// transactions per write during the run (on SQLite they share the one
-// writer with the requests'); commits/op, on SQLite, every transaction the
-// writer committed per write.
-func BenchmarkWriteWithWebhook(b *testing.B) {
+// receiverEnv, set in the environment of the test binary, makes it a
+// receiver for BenchmarkWriteWithWebhook rather than run tests: a TLS
+// server on loopback answering every POST with 204, and GET /stats with
+// the connections it accepted and the requests it answered. It prints its
+// URL and certificate (base64 DER) on a line and serves until its stdin
+// closes.
+const receiverEnv = "RESOURCEAPI_BENCH_WEBHOOK_RECEIVER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(receiverEnv) == "" {
+		os.Exit(m.Run())
+	}
 	var conns, requests atomic.Int64
-	receiver := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method == http.MethodGet {
+			fmt.Fprintf(w, "%d %d", conns.Load(), requests.Load())
+			return
+		}
 		requests.Add(1)
 		_, _ = io.Copy(io.Discard, req.Body)
 		w.WriteHeader(http.StatusNoContent)
 	}))
-	receiver.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
 			conns.Add(1)
 		}
 	}
-	receiver.StartTLS()
-	defer receiver.Close()
+	srv.StartTLS()
+	fmt.Println(srv.URL, base64.StdEncoding.EncodeToString(srv.Certificate().Raw))
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	srv.Close()
+	os.Exit(0)
+}
+
+// outOfProcessReceiver is a receiver in a process of its own (this test
+// binary run again with receiverEnv), so that its CPU is not charged to the
+// benchmark's writes: its URL, a client TLS configuration trusting it, and
+// its counts of connections and requests.
+type outOfProcessReceiver struct {
+	URL   string
+	TLS   *tls.Config
+	stats func() (conns, requests int64)
+}
+
+func startReceiver(b *testing.B) *outOfProcessReceiver {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), receiverEnv+"=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
+	var url, cert string
+	if _, err := fmt.Fscan(stdout, &url, &cert); err != nil {
+		b.Fatal(err)
+	}
+	der, err := base64.StdEncoding.DecodeString(cert)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := x509.ParseCertificate(der)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(c)
+	r := &outOfProcessReceiver{URL: url, TLS: &tls.Config{RootCAs: pool}}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: r.TLS}}
+	r.stats = func() (conns, requests int64) {
+		resp, err := client.Get(url + "/stats")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if _, err := fmt.Fscan(resp.Body, &conns, &requests); err != nil {
+			b.Fatal(err)
+		}
+		return conns, requests
+	}
+	return r
+}
+
+// BenchmarkWriteWithWebhook measures one write's latency (Create, one
+// writer) with the worker running and no endpoint registered, then with
+// one endpoint receiving every event, on SQLite, and on PostgreSQL when
+// RESOURCEAPI_TEST_POSTGRES_URL is set: delivery is off the write's path,
+// so the two should be the same. The receiver runs in a process of its
+// own, so that only the service's work is charged to the writes; cpu-ms/op
+// is this process's CPU time (user and system) per write. worker-tx/op is
+// the worker's write transactions per write during the run (on SQLite
+// they share the one writer with the requests'); commits/op, on SQLite,
+// every transaction the writer committed per write.
+func BenchmarkWriteWithWebhook(b *testing.B) {
+	receiver := startReceiver(b)
 	for _, store := range []string{"sqlite", "postgres"} {
 		for _, bc := range []struct {
 			name string
-			srv  *httptest.Server
+			srv  *outOfProcessReceiver
 		}{{"none", nil}, {"endpoint", receiver}} {
 			b.Run(store+"/"+bc.name, func(b *testing.B) {
 				service, counter, commits := benchService(b, store, bc.srv)
-				conns0, requests0, commits0 := conns.Load(), requests.Load(), commits()
+				conns0, requests0 := receiver.stats()
+				commits0 := commits()
+				cpu0 := cpuTime()
 				b.ResetTimer()
 				for i := range b.N {
 					if _, err := service.Create(context.Background(), resourceapi.SystemCaller(), resourceapi.Products, 0, resourceapi.Products.Example(i)); err != nil {
@@ -204,6 +294,7 @@ func BenchmarkWriteWithWebhook(b *testing.B) {
 					}
 				}
 				b.StopTimer()
+				b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 				b.ReportMetric(float64(counter.n.Load())/float64(b.N), "worker-tx/op")
 				if store == "sqlite" {
 					// every write transaction the writer committed (the
@@ -215,11 +306,21 @@ func BenchmarkWriteWithWebhook(b *testing.B) {
 					// connections the receiver accepted per request it
 					// answered: near 0 when the client reuses them (one TLS
 					// handshake per connection, not per attempt).
-					if n := requests.Load() - requests0; n > 0 {
-						b.ReportMetric(float64(conns.Load()-conns0)/float64(n), "conns/req")
+					conns, requests := receiver.stats()
+					if n := requests - requests0; n > 0 {
+						b.ReportMetric(float64(conns-conns0)/float64(n), "conns/req")
 					}
 				}
 			})
 		}
 	}
+}
+
+// cpuTime is the CPU time this process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
