@@ -125,3 +125,74 @@ func TestWebhookRoundPlans(t *testing.T) {
 		t.Fatalf("no claim among the rounds' statements: %q", got)
 	}
 }
+
+// TestWebhookFanOutBeforeWrite: a round makes its deliveries (the worker's
+// fan: the record as an admin sees it, the body) before its write
+// transaction, which on SQLite is a request's and holds the one writer;
+// the transaction only checks that the endpoints and events are still
+// those, and when an endpoint changed meanwhile it reads and makes them
+// again: a disabled endpoint gets no delivery of the round. The fan here
+// disables an endpoint on its first call, a write that could not run
+// while the round held the writer (it fails at its deadline: the fan ran
+// inside the transaction, as before this change).
+func TestWebhookFanOutBeforeWrite(t *testing.T) {
+	ctx := context.Background()
+	db := mustOpen(t, sqlite.Options{})
+	mk := func(url string) resourceapi.Webhook {
+		h, err := db.CreateWebhook(ctx, resourceapi.Webhook{URL: url, Types: []string{"products.*"}, Enabled: true, Secret: "whsec_a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	a, b := mk("https://a.example/hook"), mk("https://b.example/hook")
+	for i := range 2 {
+		rec := resourceapi.Products.Example(i)
+		if err := resourceapi.Validate(resourceapi.Products, rec, resourceapi.ModeCreate); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Create(ctx, resourceapi.Products, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := 0
+	var disableErr error
+	fan := func(hooks []resourceapi.Webhook, events []resourceapi.Event) ([]resourceapi.WebhookDelivery, error) {
+		calls++
+		if calls == 1 {
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, disableErr = db.UpdateWebhook(wctx, b.ID, func(w *resourceapi.Webhook) error { w.Enabled = false; return nil })
+			cancel()
+		}
+		var out []resourceapi.WebhookDelivery
+		for _, h := range hooks {
+			for _, ev := range events {
+				out = append(out, resourceapi.WebhookDelivery{WebhookID: h.ID, EventID: ev.ID, EventType: ev.Name,
+					MessageID: fmt.Sprintf("evt_%d", ev.ID), RecordKey: fmt.Sprintf("%s/%d", ev.Resource, ev.Record.ID()), Body: []byte(`{}`)})
+			}
+		}
+		return out, nil
+	}
+	res, err := db.RunWebhookRound(ctx, resourceapi.WebhookRound{Owner: "one", FanOut: 100, Fan: fan, Room: func(int64) int { return 10 }, Now: time.Now(), Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if disableErr != nil {
+		t.Fatalf("the fan could not write (it ran inside the round's write transaction): %v", disableErr)
+	}
+	if res.FannedOut != 2 || calls != 2 {
+		t.Fatalf("round = %+v, fan called %d times; want 2 events fanned out, the fan called again after the endpoint changed", res, calls)
+	}
+	for _, h := range []struct {
+		id   int64
+		want int
+	}{{a.ID, 2}, {b.ID, 0}} {
+		ds, err := db.WebhookDeliveries(ctx, h.id, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ds) != h.want {
+			t.Errorf("endpoint %d: %d deliveries, want %d", h.id, len(ds), h.want)
+		}
+	}
+}

@@ -482,6 +482,17 @@ func (s *Store) runWebhookRound(ctx context.Context, r resourceapi.WebhookRound,
 			return res, nil
 		}
 	}
+	// The events to fan out, the endpoints and the deliveries are read and
+	// made before the write, so that the transaction, which on SQLite is
+	// a request's, only checks that they are still the ones to fan out
+	// (fanOut) and writes.
+	var pre *fanned
+	if r.FanOut > 0 && claimAll {
+		var err error
+		if pre, err = s.preFan(ctx, r.FanOut, r.Fan); err != nil {
+			return res, fmt.Errorf("webhook round: %w", err)
+		}
+	}
 	wctx := ctx
 	if beside > 0 {
 		wctx = Beside(ctx, beside)
@@ -509,7 +520,7 @@ func (s *Store) runWebhookRound(ctx context.Context, r resourceapi.WebhookRound,
 		}
 		claimNow := now
 		if r.FanOut > 0 {
-			n, at, claimed, err := s.fanOut(ctx, tx, r.FanOut, r.Fan, r.Owner, r.Lease, take)
+			n, at, claimed, err := s.fanOut(ctx, tx, r.FanOut, r.Fan, pre, r.Owner, r.Lease, take)
 			if err != nil {
 				return err
 			}
@@ -543,6 +554,92 @@ func (s *Store) runWebhookRound(ctx context.Context, r resourceapi.WebhookRound,
 		return resourceapi.WebhookRoundResult{}, fmt.Errorf("webhook round: %w", err)
 	}
 	return res, nil
+}
+
+// fanned is a fan-out read and made before its write transaction: the
+// enabled endpoints, the oldest events not fanned out, and their
+// deliveries.
+type fanned struct {
+	hooks      []resourceapi.Webhook
+	events     []resourceapi.Event
+	deliveries []resourceapi.WebhookDelivery
+}
+
+// preFan reads the enabled endpoints and the oldest events not fanned out,
+// at most limit, and makes their deliveries with fan, outside any write
+// transaction; nil when there is nothing to fan out.
+func (s *Store) preFan(ctx context.Context, limit int, fan func([]resourceapi.Webhook, []resourceapi.Event) ([]resourceapi.WebhookDelivery, error)) (*fanned, error) {
+	var f fanned
+	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
+		var err error
+		if f.hooks, err = s.webhooks(ctx, q, "enabled = "+s.dialect.Bool(true), resourceapi.MaxWebhooks); err != nil || len(f.hooks) == 0 {
+			return err
+		}
+		rows, err := q.QueryContext(ctx, "SELECT "+eventColumns+" FROM events WHERE hooked_at IS NULL ORDER BY id LIMIT "+s.dialect.Placeholder(1), limit)
+		if err != nil {
+			return err
+		}
+		f.events, err = scanEvents(rows)
+		rows.Close()
+		return err
+	})
+	if err != nil || len(f.hooks) == 0 || len(f.events) == 0 {
+		return nil, err
+	}
+	if f.deliveries, err = fan(f.hooks, f.events); err != nil {
+		return nil, err
+	}
+	return &f, nil
+}
+
+// still says, in tx (which holds the fan-out's lock), whether f is still
+// what fanOut would read: the same enabled endpoints with the same types,
+// and its events the oldest not fanned out, none before or between them
+// (on PostgreSQL an event can commit after a greater id). Then its
+// deliveries are the ones to make; otherwise fanOut reads and makes them
+// again. Both reads are of ids and types only.
+func (f *fanned) still(ctx context.Context, s *Store, tx Querier) (bool, error) {
+	if f == nil {
+		return false, nil
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT id, types FROM webhooks WHERE enabled = "+s.dialect.Bool(true)+" ORDER BY id")
+	if err != nil {
+		return false, err
+	}
+	i, same := 0, true
+	for rows.Next() {
+		var id int64
+		types := value{f: &resourceapi.Field{Type: resourceapi.TypeStrings}}
+		if err := rows.Scan(&id, &types); err != nil {
+			rows.Close()
+			return false, err
+		}
+		if list, _ := types.v.([]string); i >= len(f.hooks) || f.hooks[i].ID != id || !slices.Equal(list, f.hooks[i].Types) {
+			same = false
+		}
+		i++
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || !same || i != len(f.hooks) {
+		return false, err
+	}
+	rows, err = tx.QueryContext(ctx, "SELECT id FROM events WHERE hooked_at IS NULL ORDER BY id LIMIT "+s.dialect.Placeholder(1), len(f.events))
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	i = 0
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return false, err
+		}
+		if i >= len(f.events) || f.events[i].ID != id {
+			same = false
+		}
+		i++
+	}
+	return same && i == len(f.events), rows.Err()
 }
 
 // fanOutWork says whether an endpoint is enabled and an event waits to be
@@ -595,7 +692,7 @@ func (s *Store) enabledWebhooks(ctx context.Context, q Querier) ([]int64, error)
 // that commits after a later one is taken when it is there, never skipped
 // (a record's own events commit in id order: its row lock orders them).
 func (s *Store) fanOut(ctx context.Context, tx Tx, limit int, fan func([]resourceapi.Webhook, []resourceapi.Event) ([]resourceapi.WebhookDelivery, error),
-	owner string, lease time.Duration, take func(int64, int) int) (int, time.Time, []resourceapi.WebhookDelivery, error) {
+	pre *fanned, owner string, lease time.Duration, take func(int64, int) int) (int, time.Time, []resourceapi.WebhookDelivery, error) {
 	fail := func(err error) (int, time.Time, []resourceapi.WebhookDelivery, error) {
 		return 0, time.Time{}, nil, err
 	}
@@ -609,24 +706,31 @@ func (s *Store) fanOut(ctx context.Context, tx Tx, limit int, fan func([]resourc
 			return fail(err)
 		}
 	}
-	hooks, err := s.webhooks(ctx, tx, "enabled = "+s.dialect.Bool(true), resourceapi.MaxWebhooks)
-	if err != nil || len(hooks) == 0 {
-		return fail(err)
-	}
 	now := resourceapi.Timestamp(s.now())
-	rows, err := tx.QueryContext(ctx, "SELECT "+eventColumns+" FROM events WHERE hooked_at IS NULL ORDER BY id LIMIT "+
-		s.dialect.Placeholder(1), limit)
-	if err != nil {
+	var events []resourceapi.Event
+	var deliveries []resourceapi.WebhookDelivery
+	if same, err := pre.still(ctx, s, tx); err != nil {
 		return fail(err)
-	}
-	events, err := scanEvents(rows)
-	rows.Close()
-	if err != nil || len(events) == 0 {
-		return fail(err)
-	}
-	deliveries, err := fan(hooks, events)
-	if err != nil {
-		return fail(err)
+	} else if same {
+		events, deliveries = pre.events, pre.deliveries
+	} else {
+		hooks, err := s.webhooks(ctx, tx, "enabled = "+s.dialect.Bool(true), resourceapi.MaxWebhooks)
+		if err != nil || len(hooks) == 0 {
+			return fail(err)
+		}
+		rows, err := tx.QueryContext(ctx, "SELECT "+eventColumns+" FROM events WHERE hooked_at IS NULL ORDER BY id LIMIT "+
+			s.dialect.Placeholder(1), limit)
+		if err != nil {
+			return fail(err)
+		}
+		events, err = scanEvents(rows)
+		rows.Close()
+		if err != nil || len(events) == 0 {
+			return fail(err)
+		}
+		if deliveries, err = fan(hooks, events); err != nil {
+			return fail(err)
+		}
 	}
 	// waiting: the records (endpoint and record key) whose next delivery
 	// must wait for one pending before it, in the table or made earlier
