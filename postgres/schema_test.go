@@ -233,3 +233,41 @@ func TestNormalizeEmailsMigration(t *testing.T) {
 		}
 	}
 }
+
+// TestTriggerFunctionsKeepTheirPlans checks that no function the migrations
+// create is LANGUAGE sql. The triggers of every write call them, and
+// PostgreSQL parses and plans a SQL function's body again in every
+// transaction that calls it, where PL/pgSQL keeps its plans for the
+// session: row_counts_add in SQL cost every POST a parse and plan of an
+// INSERT ... ON CONFLICT (migration 00037; docs/performance.md).
+func TestTriggerFunctionsKeepTheirPlans(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	if err := postgres.Migrate(context.Background(), url); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	rows, err := db.Query(`SELECT p.proname FROM pg_proc p
+		JOIN pg_namespace n ON n.oid = p.pronamespace
+		JOIN pg_language l ON l.oid = p.prolang
+		WHERE n.nspname = current_schema() AND l.lanname = 'sql'
+		AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e')
+		ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		t.Errorf("function %s is LANGUAGE sql: its plan is made again in every transaction; write it in PL/pgSQL", name)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -198,11 +198,30 @@ func (s *Store) IdentityVersion(ctx context.Context) (int64, error) {
 func changesAccess(ch change) bool {
 	switch ch.res {
 	case resourceapi.Users:
-		return !ch.created
+		return !ch.created && !ch.neutral
 	case resourceapi.APIKeys:
 		return true
 	}
 	return false
+}
+
+// accessNeutral reports whether an update that sets the fields of patch
+// leaves what decides access as it was: no field that authentication reads
+// (Field.DecidesAccess: the email, the password, roles, grants, the
+// security stamp), nor the soft delete, the hidden flag or the id. Only
+// users have such fields and values derived from them (accounts); the
+// identity version (migration 00007's triggers) moves on the same fields.
+func accessNeutral(res *resourceapi.Resource, patch resourceapi.Record) bool {
+	if res != resourceapi.Users {
+		return false
+	}
+	for name := range patch {
+		f := res.Field(name)
+		if f == nil || f.DecidesAccess || f.Secret != resourceapi.NotSecret || name == "id" || name == res.SoftDelete || name == res.Hidden {
+			return false
+		}
+	}
+	return true
 }
 
 // foreignTries bounds how often localIdentityVersion asks again for the

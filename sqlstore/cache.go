@@ -48,10 +48,30 @@ type cache struct {
 	foreignSeen uint64
 	global      uint64 // the epoch of every entry
 	resources   map[*resourceapi.Resource]*resourceEpochs
-	entries     map[cacheKey]*entry
-	lru         entry // lru.next is the most recently used entry, lru.prev the least
-	bytes       int64
+	// owners count the writes that change a record without changing
+	// access (change.neutral): each begin and end moves owners on and
+	// notes it in ownerLast of the record's bucket, and ownerInflight
+	// counts those under way per bucket. A value derived from one record
+	// (an account: entry.owner) is valid only while its bucket's ownerLast
+	// is the one it was stored under, and stored only if no such write of
+	// its bucket began since the read noted owners, nor is under way. So
+	// a change of a user's age drops that user's account alone, where a
+	// change of access drops every account (resourceEpochs.access).
+	owners        uint64
+	ownerLast     [ownerBuckets]uint64
+	ownerInflight [ownerBuckets]int
+	entries       map[cacheKey]*entry
+	lru           entry // lru.next is the most recently used entry, lru.prev the least
+	bytes         int64
 }
+
+// ownerBuckets is how many buckets the ids of records that values derive
+// from are spread over (change.neutral): records of one bucket share their
+// epoch, which costs a value of another record of the bucket a read again
+// at worst.
+const ownerBuckets = 1024
+
+func ownerBucket(id int64) int { return int(uint64(id) % ownerBuckets) }
 
 // resourceEpochs are the epochs of one resource's entries.
 type resourceEpochs struct {
@@ -89,7 +109,11 @@ type entry struct {
 	rec  resourceapi.Record
 	page resourceapi.Page
 	val  any // a value derived from the resource's records (see value)
-	size int64
+	// owner is the id of the record of the resource val derives from (an
+	// account's user), 0 when none; ownerStamp the ownerLast of its bucket
+	// when it was stored.
+	owner, ownerStamp int64
+	size              int64
 	// global and epoch are the epochs the entry was stored under.
 	global, epoch uint64
 	prev, next    *entry
@@ -126,8 +150,8 @@ func newCache(maxEntries int) *cache {
 // fill is what a read that missed needs to store what it read: the epochs
 // before it queried. The zero fill stores nothing.
 type fill struct {
-	epochs                 *resourceEpochs
-	writes, access, global uint64
+	epochs                         *resourceEpochs
+	writes, access, global, owners uint64
 }
 
 // ok reports whether f lets the read store what it reads: the cache can
@@ -155,13 +179,14 @@ func (c *cache) lookup(k cacheKey) (*entry, fill) {
 		c.global++
 	}
 	ep := c.epochs(k.res)
-	f := fill{epochs: ep, writes: ep.writes, access: ep.access, global: c.global}
+	f := fill{epochs: ep, writes: ep.writes, access: ep.access, global: c.global, owners: c.owners}
 	e := c.entries[k]
 	if e == nil {
 		c.misses++
 		return nil, f
 	}
-	if e.global != c.global || e.epoch != ep.epochOf(k) {
+	if e.global != c.global || e.epoch != ep.epochOf(k) ||
+		e.owner != 0 && uint64(e.ownerStamp) != c.ownerLast[ownerBucket(e.owner)] {
 		c.remove(e)
 		c.misses++
 		return nil, f
@@ -206,12 +231,15 @@ func (c *cache) value(res *resourceapi.Resource, key string) (any, bool, fill) {
 }
 
 // storeValue stores v, of the estimated size, under key, as f allows. Keys
-// start with a zero byte, which no list key has (isValue).
-func (c *cache) storeValue(res *resourceapi.Resource, key string, f fill, v any, size int64) {
+// start with a zero byte, which no list key has (isValue). owner, when not
+// 0, is the id of the record of res that v derives from (an account's
+// user): a write that changes that record without changing access
+// (change.neutral) drops v too.
+func (c *cache) storeValue(res *resourceapi.Resource, key string, f fill, v any, size int64, owner int64) {
 	if c == nil || f.epochs == nil {
 		return
 	}
-	c.store(&entry{key: cacheKey{res: res, query: key}, val: v, size: entryOverhead + int64(len(key)) + size}, f)
+	c.store(&entry{key: cacheKey{res: res, query: key}, val: v, owner: owner, size: entryOverhead + int64(len(key)) + size}, f)
 }
 
 // storeRecord stores rec, which its readers share from now on, as f allows.
@@ -251,6 +279,13 @@ func (c *cache) store(e *entry, f fill) {
 		if ep.accessInflight > 0 || ep.access != f.access {
 			return // a write that may change access began, or is under way
 		}
+		if e.owner != 0 {
+			b := ownerBucket(e.owner)
+			if c.ownerInflight[b] > 0 || c.ownerLast[b] > f.owners {
+				return // a write of the record began, or is under way
+			}
+			e.ownerStamp = int64(c.ownerLast[b])
+		}
 	} else if ep.inflight > 0 || ep.writes != f.writes {
 		return // a write began since the read queried, or is under way
 	}
@@ -276,6 +311,10 @@ type change struct {
 	// created is set for the insert of a new record, which changes nothing
 	// an existing caller was authenticated by.
 	created bool
+	// neutral is set for an update that sets no field deciding access
+	// (accessNeutral): it drops the values derived from the record it
+	// names (its user's account) instead of every value of the resource.
+	neutral bool
 }
 
 // begin starts invalidating what ch changes. It runs inside the write's
@@ -305,6 +344,11 @@ func (c *cache) bump(ch change, inflight int) {
 	if changesAccess(ch) {
 		ep.access++
 		ep.accessInflight += inflight
+	} else if ch.neutral {
+		b := ownerBucket(ch.id)
+		c.owners++
+		c.ownerLast[b] = c.owners
+		c.ownerInflight[b] += inflight
 	}
 	for _, res := range ch.whole {
 		ep := c.epochs(res)

@@ -300,3 +300,75 @@ func TestCacheBoundedUnder200kQueries(t *testing.T) {
 		t.Fatal("a page was served after a write to its resource")
 	}
 }
+
+// TestCacheAccountsOutliveOtherUsersChanges: an update that changes no
+// field deciding access (a user's age) drops the account of the user it
+// names, and refuses a read of that account that straddles it, but leaves
+// every other account cached: under a load of such updates each request
+// used to read its caller's account again (an extra transaction per PATCH
+// on PostgreSQL while solo). An update that may change access still drops
+// them all.
+func TestCacheAccountsOutliveOtherUsersChanges(t *testing.T) {
+	c := newCache(64)
+	key := func(id int64) string { return fmt.Sprintf("\x00account id %d", id) }
+	store := func(id int64, f fill) {
+		c.storeValue(users, key(id), f, resourceapi.Account{User: userRecord(id, "old")}, 64, id)
+	}
+	cached := func(id int64) bool {
+		_, ok, _ := c.value(users, key(id))
+		return ok
+	}
+	for _, id := range []int64{7, 8, 7 + ownerBuckets} {
+		_, _, f := c.value(users, key(id))
+		store(id, f)
+		if !cached(id) {
+			t.Fatalf("account %d not cached", id)
+		}
+	}
+	_, _, before := c.value(users, key(7))
+	age := change{res: users, id: 7, neutral: accessNeutral(users, resourceapi.Record{"age": int64(40)})}
+	if !age.neutral {
+		t.Fatal("a change of the age decides access")
+	}
+	c.begin(age)
+	if cached(7) {
+		t.Error("the account of the user being changed is still served while the write is in flight")
+	}
+	if !cached(8) {
+		t.Error("another user's account was dropped by a change of user 7's age")
+	}
+	_, _, during := c.value(users, key(7))
+	store(7, before)
+	store(7, during)
+	if cached(7) {
+		t.Error("a read of the account from before or during the write was stored while it is in flight")
+	}
+	c.end(age)
+	store(7, before)
+	store(7, during)
+	if cached(7) {
+		t.Error("a read of the account from before or during the write was stored after it ended")
+	}
+	if cached(7 + ownerBuckets) {
+		t.Error("an account of the same bucket outlived the write (buckets share their epoch)")
+	}
+	if !cached(8) {
+		t.Error("another user's account was dropped after the write ended")
+	}
+	_, _, after := c.value(users, key(7))
+	store(7, after)
+	if !cached(7) {
+		t.Error("a read of the account after the write was not stored")
+	}
+
+	for _, patch := range []resourceapi.Record{{"email": "x@example.com"}, {"roles": []string{"admin"}}, {"deleted": true},
+		{"permissions": []string{}}, {"security_stamp": "X"}, {"service": true}, {"age": int64(3), "password": "secret123"}} {
+		if accessNeutral(users, patch) {
+			t.Errorf("an update of %v counts as leaving access as it was", patch)
+		}
+	}
+	c.begin(change{res: users, id: 7, neutral: accessNeutral(users, resourceapi.Record{"roles": []string{"admin"}})})
+	if cached(8) {
+		t.Error("a change of roles left other accounts cached")
+	}
+}

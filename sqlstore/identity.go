@@ -80,7 +80,7 @@ func (s *Store) AccountByAPIKey(ctx context.Context, keyHash string) (resourceap
 	}
 	acct, err := read()
 	if err == nil {
-		s.cache.storeValue(resourceapi.APIKeys, key, fill, keyUser{acct.User.ID(), acct.ExpiresAt}, 32)
+		s.cache.storeValue(resourceapi.APIKeys, key, fill, keyUser{acct.User.ID(), acct.ExpiresAt}, 32, 0)
 	}
 	return acct, err
 }
@@ -101,7 +101,7 @@ func (s *Store) cachedAccount(ctx context.Context, key string, read func() (reso
 	acct, err := read()
 	if err == nil {
 		size := recordSize(acct.User) + int64(len(acct.PasswordHash)) + 32*int64(len(acct.Permissions))
-		s.cache.storeValue(resourceapi.Users, key, fill, acct, size)
+		s.cache.storeValue(resourceapi.Users, key, fill, acct, size, acct.User.ID())
 	}
 	return acct, err
 }

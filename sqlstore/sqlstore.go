@@ -1011,7 +1011,7 @@ func (s *Store) Update(ctx context.Context, res *resourceapi.Resource, id int64,
 		if err := s.recordEvent(ctx, tx, res, resourceapi.OpUpdate, cur, out, actor); err != nil {
 			return err
 		}
-		s.changed(tx, change{res: res, id: id})
+		s.changed(tx, change{res: res, id: id, neutral: accessNeutral(res, patch)})
 		return nil
 	})
 	if err := s.identityMoved(err); err == resourceapi.ErrIdentityMoved {
