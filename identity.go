@@ -93,7 +93,8 @@ type Credential struct {
 	// Email and Password are HTTP Basic's.
 	Email, Password string
 	// Client identifies where the request comes from (its IP address), for
-	// throttling password guesses; "" when unknown.
+	// throttling password guesses; "" when unknown. The HTTP server sets it
+	// for SchemeBasic only, the one scheme that reads it.
 	Client string
 }
 

@@ -263,12 +263,18 @@ type Resource struct {
 	Companion func(rec Record) (companion Prerequisite, internal Record)
 
 	fields map[string]*Field
+	// permissions are PermissionFor(Name, a) for each of Actions, built
+	// once: the rule layer checks one on every request.
+	permissions [3]Permission
 }
 
 // NewResource checks a declaration and indexes it. It panics on a declaration
 // error, which is a programming error found by any test that loads it.
 func NewResource(r Resource) *Resource {
 	r.fields = make(map[string]*Field, len(r.Fields))
+	for i, a := range Actions {
+		r.permissions[i] = PermissionFor(r.Name, a)
+	}
 	for i := range r.Fields {
 		f := &r.Fields[i]
 		if _, dup := r.fields[f.Name]; dup || f.Name == "" {
@@ -492,6 +498,15 @@ func (r *Resource) DefaultGrants() map[string][]Permission {
 		}
 	}
 	return out
+}
+
+// permission returns PermissionFor(r.Name, a), without building it for one
+// of Actions.
+func (r *Resource) permission(a Action) Permission {
+	if i := slices.Index(Actions, a); i >= 0 && i < len(r.permissions) && r.permissions[i] != "" {
+		return r.permissions[i]
+	}
+	return PermissionFor(r.Name, a)
 }
 
 // restricts reports whether only a record's owner (or an admin) may perform

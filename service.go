@@ -88,7 +88,7 @@ func (s *Service) permit(c *Caller, res *Resource, op Op) (allowed, error) {
 	if c == nil {
 		return 0, errUnauthenticated
 	}
-	p := PermissionFor(res.Name, op.Action())
+	p := res.permission(op.Action())
 	if c.Can(p) {
 		return byPermission, nil
 	}

@@ -109,6 +109,8 @@ type server struct {
 	// ids are the ids of the accounts mustAccount made, by email.
 	ids map[string]int64
 	gql *graph.Handler
+	// handler is the whole handler chain the listener serves.
+	handler http.Handler
 }
 
 // mustServer serves st until tb ends. opts adjust the handler's Options and
@@ -162,11 +164,12 @@ func mustServerWith(tb testing.TB, st store, opts ...func(*graph.Options, *rhttp
 	gql := graph.New(gopts)
 	hub.SetPacer(gql.Ready) // as serve wires it
 	hcfg.GraphQL = gql
-	ts := httptest.NewUnstartedServer(rhttp.NewServer(hcfg).Handler())
+	handler := rhttp.NewServer(hcfg).Handler()
+	ts := httptest.NewUnstartedServer(handler)
 	ts.Start()
 	tb.Cleanup(ts.Close)
 	tb.Cleanup(gql.Shutdown)
-	return &server{tb: tb, url: ts.URL, service: svc, hub: hub, tokens: tokens, ids: map[string]int64{}, gql: gql}
+	return &server{tb: tb, url: ts.URL, service: svc, hub: hub, tokens: tokens, ids: map[string]int64{}, gql: gql, handler: handler}
 }
 
 // mustServerSharing serves st, a second handle on other's database, as

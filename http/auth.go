@@ -40,7 +40,11 @@ func (s *Server) identify(r *http.Request) {
 		info.caller = benchAnonymous
 		return
 	}
-	cred.Client = s.clientIP(r).String()
+	if cred.Scheme == resourceapi.SchemeBasic {
+		// Only password guesses are throttled by address: formatting it
+		// for every API key and token would cost an allocation each.
+		cred.Client = s.clientIP(r).String()
+	}
 	info.caller, info.authErr = s.service.Authenticate(r.Context(), cred)
 	if info.authErr != nil && resourceapi.ErrorCode(info.authErr) != resourceapi.CodeUnavailable {
 		s.authFailed(cred.Scheme)

@@ -390,17 +390,35 @@ func preferMinimal(r *http.Request) bool {
 // is not sent.
 func writeCacheable(w http.ResponseWriter, r *http.Request, body []byte, tag string, modified time.Time) {
 	h := w.Header()
-	h["Etag"] = []string{tag} // the canonical form of ETag, set without canonicalizing
+	// The three values share one slice, and Last-Modified and
+	// Content-Length one string: two allocations instead of five on every
+	// GET of a record. Each header gets a slice of its own capacity, so
+	// that adding a value to one (Header.Add) cannot overwrite another.
+	vals := make([]string, 3)
+	vals[0] = tag
+	h["Etag"] = vals[0:1:1] // the canonical form of ETag, set without canonicalizing
 	h["Cache-Control"] = cacheRevalidate
+	var buf [len(http.TimeFormat) + 20]byte
+	b := buf[:0]
 	if !modified.IsZero() {
-		h["Last-Modified"] = []string{modified.UTC().Format(http.TimeFormat)}
+		b = modified.UTC().AppendFormat(b, http.TimeFormat)
 	}
+	lm := len(b)
+	b = strconv.AppendInt(b, int64(len(body)), 10)
+	both := string(b)
+	if lm > 0 {
+		vals[1] = both[:lm]
+		h["Last-Modified"] = vals[1:2:2]
+	}
+	vals[2] = both[lm:]
+	h["Content-Length"] = vals[2:3:3]
 	if notModified(r, tag, modified) {
-		h["Content-Length"] = []string{strconv.Itoa(len(body))}
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	writeJSON(w, http.StatusOK, body)
+	h["Content-Type"] = contentTypeJSON
+	w.WriteHeader(http.StatusOK)
+	w.Write(body)
 }
 
 // endSessions ends every session of the user in the path (DELETE

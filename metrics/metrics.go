@@ -13,6 +13,7 @@ import (
 	"database/sql"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,6 +37,24 @@ type Metrics struct {
 	authFailures *prometheus.CounterVec
 	operations   *prometheus.CounterVec
 	opDuration   *prometheus.HistogramVec
+
+	// byRequest keeps the children of requests and duration for each
+	// label set already seen, so that a request costs a map lookup rather
+	// than two label validations, hashes and a status formatted. Its size
+	// is that of the label sets, bounded by the methods, routes and
+	// statuses the server answers with (see http.Observer).
+	mu        sync.RWMutex
+	byRequest map[requestLabels]requestMetrics
+}
+
+type requestLabels struct {
+	method, route string
+	status        int
+}
+
+type requestMetrics struct {
+	count    prometheus.Counter
+	duration prometheus.Observer
 }
 
 // New returns a registry with the service's metrics and the Go runtime's and
@@ -43,7 +62,8 @@ type Metrics struct {
 func New() *Metrics {
 	reg := prometheus.NewRegistry()
 	m := &Metrics{
-		reg: reg,
+		reg:       reg,
+		byRequest: map[requestLabels]requestMetrics{},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Subsystem: "http",
 			Name: "requests_total",
 			Help: "HTTP requests answered, by method, route pattern (never the raw path) and status code."},
@@ -85,8 +105,19 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // Request implements http.Observer.
 func (m *Metrics) Request(method, route string, status int, elapsed time.Duration) {
-	m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
-	m.duration.WithLabelValues(method, route).Observe(elapsed.Seconds())
+	k := requestLabels{method, route, status}
+	m.mu.RLock()
+	rm, ok := m.byRequest[k]
+	m.mu.RUnlock()
+	if !ok {
+		rm = requestMetrics{m.requests.WithLabelValues(method, route, strconv.Itoa(status)),
+			m.duration.WithLabelValues(method, route)}
+		m.mu.Lock()
+		m.byRequest[k] = rm
+		m.mu.Unlock()
+	}
+	rm.count.Inc()
+	rm.duration.Observe(elapsed.Seconds())
 }
 
 // RateLimited implements http.Observer.

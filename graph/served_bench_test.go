@@ -1,0 +1,186 @@
+package graph_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/resourceapi/resourceapi/graph"
+	rhttp "github.com/resourceapi/resourceapi/http"
+	"github.com/resourceapi/resourceapi/metrics"
+	"github.com/resourceapi/resourceapi/sqlite"
+)
+
+// servedHandler is the handler chain as serve wires it on SQLite (the
+// record cache on): the access log (slog's text handler, here into
+// io.Discard instead of the buffered log writer), the metrics observer of
+// requests and operations, no rate limiter (bench/peers.sh's setting) and
+// 100 users. It returns the chain and the admin's API key.
+func servedHandler(tb testing.TB) (http.Handler, string) {
+	tb.Helper()
+	db, err := sqlite.Open(tb.Context(), filepath.Join(tb.TempDir(), "bench.db"), sqlite.Options{Sync: sqlite.SyncNormal})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	m := metrics.New()
+	s := mustServer(tb, db, func(o *graph.Options, c *rhttp.Config) {
+		c.AccessLog = slog.New(slog.NewTextHandler(io.Discard, nil))
+		c.Observer = m
+		o.Observe = m.Operation
+		o.ParseListQuery = rhttp.ParseListQuery
+		o.ClientIP = func(r *http.Request) string { return rhttp.ClientAddr(r, nil).String() }
+	})
+	mustUsers(tb, s, 19, 5)
+	mustUsers(tb, s, 80, 0)
+	return s.handler, s.admin
+}
+
+// discardWriter is a ResponseWriter that keeps the status and drops the
+// body, reused across requests so that the benchmarks count the server's
+// allocations, not a recorder's.
+type discardWriter struct {
+	h      http.Header
+	status int
+	body   bytes.Buffer
+	keep   bool // keep the body (the first request's, to check it)
+}
+
+func (w *discardWriter) Header() http.Header { return w.h }
+func (w *discardWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+func (w *discardWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if w.keep {
+		w.body.Write(p)
+	}
+	return len(p), nil
+}
+func (w *discardWriter) reset() {
+	clear(w.h)
+	w.status = 0
+	w.body.Reset()
+}
+
+// serveOne sends requests to h one after another from this goroutine:
+// cpu-ns/op is the process's CPU per request (the server's, the garbage
+// collector's and any goroutine the request starts), which the machine's
+// other load disturbs far less than ns/op.
+func serveOne(b *testing.B, h http.Handler, key, method string, path func(i int) string, body func(i int) []byte) {
+	w := &discardWriter{h: http.Header{}, keep: true}
+	req, err := http.NewRequest(method, path(0), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.RemoteAddr = "127.0.0.1:40000"
+	req.Header.Set("X-API-Key", key)
+	req.Header.Set("User-Agent", "wrk")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	rd := bytes.NewReader(nil)
+	send := func(i int) {
+		w.reset()
+		if p := path(i); p != req.URL.Path {
+			req.URL.Path = p
+		}
+		if body != nil {
+			bs := body(i)
+			rd.Reset(bs)
+			req.Body = io.NopCloser(rd)
+			req.ContentLength = int64(len(bs))
+		}
+		h.ServeHTTP(w, req)
+	}
+	send(0)
+	if w.status != http.StatusOK || bytes.Contains(w.body.Bytes(), []byte(`"errors"`)) {
+		b.Fatalf("%d %s", w.status, w.body.Bytes())
+	}
+	w.keep = false
+	b.ReportAllocs()
+	b.ResetTimer()
+	before := processCPU()
+	defer func() {
+		b.ReportMetric(float64((processCPU()-before).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	}()
+	for i := range b.N {
+		send(i)
+		if w.status != http.StatusOK {
+			b.Fatalf("status %d", w.status)
+		}
+	}
+}
+
+// userPaths are the paths of GET /api/users/{id} for users 2 to 100 (1 is
+// the admin), built before the benchmark runs.
+var userPaths = func() []string {
+	p := make([]string, 99)
+	for i := range p {
+		p[i] = "/api/users/" + strconv.Itoa(i+2)
+	}
+	return p
+}()
+
+// BenchmarkServedUserREST is bench/peers.sh's sqlite-get in process: GET
+// one user with an API key, the access log and the metrics on.
+func BenchmarkServedUserREST(b *testing.B) {
+	h, key := servedHandler(b)
+	serveOne(b, h, key, http.MethodGet, func(i int) string { return userPaths[i%len(userPaths)] }, nil)
+}
+
+// BenchmarkServedUserGraphQL is sqlite-gql-get in process: the same user
+// through { user(id: $id) { name email } }.
+func BenchmarkServedUserGraphQL(b *testing.B) {
+	h, key := servedHandler(b)
+	bodies := make([][]byte, 99)
+	for i := range bodies {
+		bodies[i] = fmt.Appendf(nil, `{"query":"query($id: ID!) { user(id: $id) { name email } }","variables":{"id":"%d"}}`, i+2)
+	}
+	serveOne(b, h, key, http.MethodPost, func(int) string { return "/graphql" }, func(i int) []byte { return bodies[i%len(bodies)] })
+}
+
+// maxGetAllocs bounds the allocations of a GET of one record as served
+// (API key, access log, metrics, the record from the cache): 16 in the
+// build that set it, 23 before (docs/performance.md, "Issue 15: the
+// request path's allocations").
+const maxGetAllocs = 18
+
+// TestServedGetAllocations fails when a GET of one record allocates more
+// than maxGetAllocs times: every middleware, the authentication and the
+// rendering are on this path, and each allocation is paid on every request.
+func TestServedGetAllocations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seeds a database")
+	}
+	h, key := servedHandler(t)
+	req, err := http.NewRequest(http.MethodGet, "/api/users/7", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.RemoteAddr = "127.0.0.1:40000"
+	req.Header.Set("X-API-Key", key)
+	w := &discardWriter{h: http.Header{}}
+	serve := func() {
+		w.reset()
+		h.ServeHTTP(w, req)
+		if w.status != http.StatusOK {
+			t.Fatalf("status %d", w.status)
+		}
+	}
+	for range 10 {
+		serve() // the record and the account in their caches
+	}
+	if n := testing.AllocsPerRun(200, serve); n > maxGetAllocs {
+		t.Errorf("a GET allocates %.1f times, more than %d", n, maxGetAllocs)
+	}
+}
