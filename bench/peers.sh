@@ -28,8 +28,10 @@
 # of the same run), BENCH_NO_PEERS=1 (neither PocketBase nor PostGraphile:
 # resourceapi, its baseline and the bare handler only), BENCH_PG_SOCKET (a
 # directory such as /var/run/postgresql: resourceapi and its baseline reach
-# PostgreSQL over its Unix socket instead of TCP on 127.0.0.1). RESOURCEAPI_*
-# variables pass through to the servers.
+# PostgreSQL over its Unix socket instead of TCP on 127.0.0.1). BENCH_PG_SOLO
+# (on or off: RESOURCEAPI_POSTGRES_SOLO of resourceapi and its baseline;
+# off measures PostgreSQL without the record cache, as with two
+# instances). RESOURCEAPI_* variables pass through to the servers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -75,6 +77,10 @@ load_average() { cut -d' ' -f1-3 /proc/loadavg; }
 say "start: $(uptime)"
 say "$(nproc) cores, go $(go env GOVERSION), results in $out"
 echo "# start: $(uptime)" >"$out/results.txt"
+if [ -n "${BENCH_PG_SOLO:-${RESOURCEAPI_POSTGRES_SOLO:-}}" ]; then
+	say "RESOURCEAPI_POSTGRES_SOLO=${BENCH_PG_SOLO:-$RESOURCEAPI_POSTGRES_SOLO}"
+	echo "# RESOURCEAPI_POSTGRES_SOLO=${BENCH_PG_SOLO:-$RESOURCEAPI_POSTGRES_SOLO}" >>"$out/results.txt"
+fi
 
 # Tools. wrk comes from Debian; the peers are cached outside the repository.
 if ! command -v wrk >/dev/null; then
@@ -177,6 +183,7 @@ start_resourceapi() {
 		RESOURCEAPI_ADMIN_EMAIL=$admin_email \
 		RESOURCEAPI_ADMIN_PASSWORD=$admin_password \
 		RESOURCEAPI_RATE_LIMIT=${RESOURCEAPI_RATE_LIMIT:-0} \
+		RESOURCEAPI_POSTGRES_SOLO=${BENCH_PG_SOLO:-${RESOURCEAPI_POSTGRES_SOLO:-}} \
 		"$bin" serve >"$work/resourceapi-$name.log" 2>&1 &
 	pid=$!
 	pids+=("$pid")
