@@ -58,6 +58,12 @@ func hasFields(dest []any) bool {
 // y2k is PostgreSQL's epoch of timestamps, in Unix seconds.
 const y2k = 946_684_800
 
+// noStrings is an empty list of strings in an interface, made once: most
+// users' roles and permissions are empty, and putting a new empty slice
+// in an interface allocates its header. Appending to it makes a new
+// array; it has no element to change.
+var noStrings any = []string{}
+
 // decodeField returns the value of a column of f, not null, in the Go type
 // of f's type, or false when the column's type or format is not one it
 // decodes (the caller then scans it as pgx does).
@@ -115,6 +121,9 @@ func decodeField(f *resourceapi.Field, fd *pgconn.FieldDescription, raw []byte) 
 		list, err := sqlstore.DecodeStrings(doc)
 		if err != nil {
 			return nil, false // the Scan path reports it
+		}
+		if len(list) == 0 {
+			return noStrings, true
 		}
 		return list, true
 	}

@@ -107,6 +107,20 @@ func (s *Store) versionColumn(check *resourceapi.IdentityCheck) string {
 // scanChecked reads a row of cols followed by extra and, when check is not
 // nil, by the identity version (versionColumn), which it reports to check
 // and to the accounts cache.
+// scanRows is scanChecked over the rows of one statement: the destinations
+// of the columns are made once for all the rows (rowScratch), not per row.
+func (s *Store) scanRows(row scanner, cols *columns, check *resourceapi.IdentityCheck, sc *rowScratch, extra ...any) (resourceapi.Record, error) {
+	if check == nil {
+		return cols.scanReusing(row, sc, extra...)
+	}
+	rec, err := cols.scanReusing(row, sc, append(extra, &sc.version)...)
+	if err == nil {
+		check.Saw(sc.version)
+		s.accounts.saw(sc.version)
+	}
+	return rec, err
+}
+
 func (s *Store) scanChecked(row scanner, cols *columns, check *resourceapi.IdentityCheck, extra ...any) (resourceapi.Record, error) {
 	if check == nil {
 		return cols.scanExtra(row, extra...)

@@ -49,8 +49,9 @@ func (s *Store) GetMany(ctx context.Context, res *resourceapi.Resource, ids []in
 				return err
 			}
 			defer rows.Close()
+			var sc rowScratch
 			for rows.Next() {
-				rec, err := s.scanChecked(rows, cols, check)
+				rec, err := s.scanRows(rows, cols, check, &sc)
 				if err != nil {
 					return err
 				}
@@ -141,8 +142,9 @@ func (s *Store) ListEach(ctx context.Context, res *resourceapi.Resource, field s
 				return err
 			}
 			defer rows.Close()
+			var sc rowScratch
 			for rows.Next() {
-				rec, err := s.scanChecked(rows, cols, check)
+				rec, err := s.scanRows(rows, cols, check, &sc)
 				if err != nil {
 					return err
 				}

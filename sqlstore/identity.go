@@ -176,6 +176,41 @@ func (s *Store) account(ctx context.Context, where string, byKey bool, arg any) 
 	return acct, nil
 }
 
+// rowScratch holds the destinations of a record's columns, made by the
+// first row that scanReusing reads and used again for the rows after it
+// (the record of each row is its own map): two allocations a statement
+// rather than two a row.
+type rowScratch struct {
+	dest    []any
+	vals    []value
+	version int64 // the identity version, when a row carries it (scanRows)
+}
+
+// scanReusing is scanExtra with the destinations of sc.
+func (c *columns) scanReusing(row scanner, sc *rowScratch, extra ...any) (resourceapi.Record, error) {
+	if len(sc.vals) != len(c.fields) {
+		sc.vals = make([]value, len(c.fields))
+		sc.dest = make([]any, len(c.fields), len(c.fields)+len(extra))
+		for i := range sc.vals {
+			sc.vals[i].f = c.fields[i]
+			sc.dest[i] = &sc.vals[i]
+		}
+	}
+	for i := range sc.vals {
+		sc.vals[i].v = nil
+	}
+	dest := append(sc.dest[:len(c.fields)], extra...)
+	sc.dest = dest[:len(c.fields)] // keeps what append grew
+	if err := row.Scan(dest...); err != nil {
+		return nil, err
+	}
+	rec := make(resourceapi.Record, len(c.fields))
+	for i, f := range c.fields {
+		rec[f.Name] = sc.vals[i].v
+	}
+	return rec, nil
+}
+
 // scanExtra reads a row of the columns followed by more columns into extra.
 func (c *columns) scanExtra(row scanner, extra ...any) (resourceapi.Record, error) {
 	dest := make([]any, len(c.fields), len(c.fields)+len(extra))

@@ -746,12 +746,13 @@ func (s *Store) scanPage(ctx context.Context, tx Querier, q *Query, cols *column
 	}
 	defer rows.Close()
 	page.Records = make([]resourceapi.Record, 0, lq.Limit)
+	var sc rowScratch
 	for rows.Next() {
 		if len(page.Records) == lq.Limit {
 			page.More = true
 			break
 		}
-		rec, err := s.scanChecked(rows, cols, check, &page.Total)
+		rec, err := s.scanRows(rows, cols, check, &sc, &page.Total)
 		if err != nil {
 			return page, err
 		}
