@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -27,6 +26,7 @@ import (
 	"github.com/resourceapi/resourceapi/postgres/pgtest"
 	"github.com/resourceapi/resourceapi/relay"
 	"github.com/resourceapi/resourceapi/sqlite"
+	"github.com/resourceapi/resourceapi/sqlite/sqlitetest"
 	"github.com/resourceapi/resourceapi/token"
 )
 
@@ -55,7 +55,7 @@ type backend struct {
 // is set.
 func backends() []backend {
 	b := []backend{{"sqlite", func(tb testing.TB, n *atomic.Int64) store {
-		return mustSQLite(tb, filepath.Join(tb.TempDir(), "test.db"), n)
+		return mustSQLite(tb, sqlitetest.Migrated(tb), n)
 	}}}
 	if os.Getenv(pgtest.EnvURL) != "" {
 		b = append(b, backend{"postgres", func(tb testing.TB, n *atomic.Int64) store {

@@ -1,11 +1,15 @@
 package graph_test
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/resourceapi/resourceapi/sqlite/sqlitetest"
+)
 
 // TestMe checks the query me: the caller's own user, whoever they are;
 // UNAUTHENTICATED without a credential.
 func TestMe(t *testing.T) {
-	s := mustServer(t, mustSQLite(t, t.TempDir()+"/test.db", nil))
+	s := mustServer(t, mustSQLite(t, sqlitetest.Migrated(t), nil))
 	key := s.mustAccount("Ann", "ann@example.com", "user")
 	var got struct {
 		Me struct{ Email, Name string }

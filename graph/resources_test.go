@@ -13,6 +13,7 @@ import (
 	"github.com/resourceapi/resourceapi/graph"
 	rhttp "github.com/resourceapi/resourceapi/http"
 	"github.com/resourceapi/resourceapi/internal/graphgen"
+	"github.com/resourceapi/resourceapi/sqlite/sqlitetest"
 )
 
 // withListQuery hands the page fields REST's list parameter parsing, as
@@ -23,7 +24,7 @@ func withListQuery(o *graph.Options, _ *rhttp.Config) { o.ParseListQuery = rhttp
 // its object type, a query for one record and one for a page, and its
 // mutations (those the specification does not name already).
 func TestEveryResourceHasItsFields(t *testing.T) {
-	s := mustServer(t, mustSQLite(t, t.TempDir()+"/test.db", nil), withListQuery)
+	s := mustServer(t, mustSQLite(t, sqlitetest.Migrated(t), nil), withListQuery)
 	var d struct {
 		Query, Mutation struct {
 			Fields []struct{ Name string }

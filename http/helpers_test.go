@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +23,7 @@ import (
 	"github.com/resourceapi/resourceapi/postgres"
 	"github.com/resourceapi/resourceapi/postgres/pgtest"
 	"github.com/resourceapi/resourceapi/sqlite"
+	"github.com/resourceapi/resourceapi/sqlite/sqlitetest"
 	"github.com/resourceapi/resourceapi/storetest"
 	"github.com/resourceapi/resourceapi/token"
 )
@@ -60,7 +60,7 @@ func backends() []backend {
 
 func mustSQLite(tb testing.TB, now resourceapi.Clock) resourceapi.Store {
 	tb.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(tb.TempDir(), "test.db"),
+	db, err := sqlite.Open(context.Background(), sqlitetest.Migrated(tb),
 		sqlite.Options{Sync: sqlite.SyncNormal, Now: now})
 	if err != nil {
 		tb.Fatalf("open sqlite: %v", err)

@@ -9,7 +9,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +26,7 @@ import (
 	"github.com/resourceapi/resourceapi/postgres"
 	"github.com/resourceapi/resourceapi/postgres/pgtest"
 	"github.com/resourceapi/resourceapi/sqlite"
+	"github.com/resourceapi/resourceapi/sqlite/sqlitetest"
 	"github.com/resourceapi/resourceapi/storetest"
 	"github.com/resourceapi/resourceapi/token"
 )
@@ -48,7 +48,7 @@ type backend struct {
 // pgtest's variable names a server.
 var backends = []backend{
 	{"SQLite", func(t *testing.T, now resourceapi.Clock) store {
-		db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "oauth.db"), sqlite.Options{Now: now})
+		db, err := sqlite.Open(context.Background(), sqlitetest.Migrated(t), sqlite.Options{Now: now})
 		if err != nil {
 			t.Fatalf("open sqlite: %v", err)
 		}

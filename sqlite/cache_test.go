@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -18,6 +17,7 @@ import (
 	"github.com/resourceapi/resourceapi"
 	rhttp "github.com/resourceapi/resourceapi/http"
 	"github.com/resourceapi/resourceapi/sqlite"
+	"github.com/resourceapi/resourceapi/sqlite/sqlitetest"
 	"github.com/resourceapi/resourceapi/storetest"
 )
 
@@ -206,7 +206,7 @@ func TestForeignWritesVisible(t *testing.T) {
 				name += "ThenOwnWrite"
 			}
 			t.Run(name, func(t *testing.T) {
-				path := filepath.Join(t.TempDir(), "foreign.db")
+				path := sqlitetest.Migrated(t)
 				db, err := sqlite.Open(context.Background(), path, sqlite.Options{Sync: sqlite.SyncNormal})
 				if err != nil {
 					t.Fatal(err)

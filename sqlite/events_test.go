@@ -3,7 +3,6 @@ package sqlite_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"sync"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/resourceapi/resourceapi/inmem"
 	"github.com/resourceapi/resourceapi/relay"
 	"github.com/resourceapi/resourceapi/sqlite"
+	"github.com/resourceapi/resourceapi/sqlite/sqlitetest"
 	"github.com/resourceapi/resourceapi/storetest"
 )
 
@@ -102,7 +102,7 @@ func mustDrain(tb testing.TB, ob resourceapi.Outbox) []resourceapi.Event {
 // in the order of their commits; an event that another process committed
 // (a command run beside the server) arrives through the poll.
 func TestRelayToHub(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "events.db")
+	path := sqlitetest.Migrated(t)
 	db, err := sqlite.Open(context.Background(), path, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +184,7 @@ func mustReceive(tb testing.TB, sub <-chan resourceapi.Event) resourceapi.Event 
 // published is marked by Close at the latest, so the next start does not
 // publish it again, and what it did not publish is published then.
 func TestEventsMarkedOnClose(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "marks.db")
+	path := sqlitetest.Migrated(t)
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, path, sqlite.Options{})
 	if err != nil {

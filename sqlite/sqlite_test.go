@@ -15,12 +15,13 @@ import (
 	"github.com/resourceapi/resourceapi"
 	rhttp "github.com/resourceapi/resourceapi/http"
 	"github.com/resourceapi/resourceapi/sqlite"
+	"github.com/resourceapi/resourceapi/sqlite/sqlitetest"
 	"github.com/resourceapi/resourceapi/storetest"
 )
 
 func mustOpen(t *testing.T, opts sqlite.Options) *sqlite.DB {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "test.db"), opts)
+	db, err := sqlite.Open(context.Background(), sqlitetest.Migrated(t), opts)
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}

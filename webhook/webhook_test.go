@@ -129,7 +129,10 @@ func TestDeadLetter(t *testing.T) {
 	r := newReceiver(t, 1000, secret)
 	m, _ := webhook.NewMessage(event(1))
 	out := webhook.Deliver(context.Background(), webhook.NewClient(loopbackOptions(r)), r.URL, func() []string { return []string{secret} }, m,
-		webhook.Backoff{First: time.Millisecond, Max: 2 * time.Millisecond, Period: 300 * time.Millisecond}, nil)
+		// Period is long beside one attempt even under the race detector
+		// on a loaded machine (a first TLS handshake took 530 ms there,
+		// and with 300 ms the delivery was dead-lettered after one).
+		webhook.Backoff{First: 50 * time.Millisecond, Max: 100 * time.Millisecond, Period: 3 * time.Second}, nil)
 	if out.Delivered || len(out.Attempts) < 2 {
 		t.Fatalf("Deliver = %+v, want dead-lettered after several attempts", out)
 	}

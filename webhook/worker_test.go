@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/resourceapi/resourceapi"
 	"github.com/resourceapi/resourceapi/sqlite"
+	"github.com/resourceapi/resourceapi/sqlite/sqlitetest"
 	"github.com/resourceapi/resourceapi/webhook"
 )
 
@@ -104,7 +104,7 @@ func startHooks(t *testing.T, r *hookReceiver, b webhook.Backoff, types ...strin
 // (when not nil).
 func startHooksWith(t *testing.T, r *hookReceiver, b webhook.Backoff, wrap func(*sqlite.DB) resourceapi.WebhookStore, types ...string) *hookSetup {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "test.db"), sqlite.Options{})
+	db, err := sqlite.Open(context.Background(), sqlitetest.Migrated(t), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +401,7 @@ func TestWorkerWriteTransactions(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer receiver.Close()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "test.db"), sqlite.Options{})
+	db, err := sqlite.Open(context.Background(), sqlitetest.Migrated(t), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/resourceapi/resourceapi/postgres"
 	"github.com/resourceapi/resourceapi/postgres/pgtest"
 	"github.com/resourceapi/resourceapi/sqlite"
+	"github.com/resourceapi/resourceapi/sqlite/sqlitetest"
 )
 
 // TestConcurrentBootstrap starts the admin bootstrap of several instances at
@@ -31,7 +31,7 @@ func TestConcurrentBootstrap(t *testing.T) {
 		open func(t *testing.T) []store
 	}{
 		{"sqlite", func(t *testing.T) []store {
-			db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "b.db"), sqlite.Options{})
+			db, err := sqlite.Open(context.Background(), sqlitetest.Migrated(t), sqlite.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
