@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/resourceapi/resourceapi"
-	"github.com/resourceapi/resourceapi/postgres"
-	"github.com/resourceapi/resourceapi/postgres/pgtest"
 )
 
 // TestDeepPagesMatchOffset checks that every page by number from the deep
@@ -22,13 +20,7 @@ import (
 // past the end.
 func TestDeepPagesMatchOffset(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
-	db, err := postgres.Open(ctx, url, postgres.Options{MaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	admin := mustAdmin(t, url)
+	db, admin := mustSeeded(t, 2)
 	// 700 users (and the administrator a database may hold): every 10th
 	// with no age, every 13th deleted, every 17th a service user, names
 	// that repeat so that ties fall to the id.
@@ -129,23 +121,7 @@ func mustOrdered(t *testing.T, admin *sql.DB, sort string, desc bool, st string,
 	if noHidden {
 		where += " AND service = false"
 	}
-	rows, err := admin.QueryContext(context.Background(), "SELECT id FROM users WHERE "+where+" ORDER BY "+order)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return ids
+	return queryIDs(t, admin, "SELECT id FROM users WHERE "+where+" ORDER BY "+order)
 }
 
 // TestDeepPageWalksFromNearerEnd checks, through PostgreSQL's statistics
@@ -156,13 +132,7 @@ func mustOrdered(t *testing.T, admin *sql.DB, sort string, desc bool, st string,
 // before the middle still reads from the start.
 func TestDeepPageWalksFromNearerEnd(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
-	db, err := postgres.Open(ctx, url, postgres.Options{MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	admin := mustAdmin(t, url)
+	db, admin := mustSeeded(t, 1)
 	for _, q := range []string{
 		`INSERT INTO users (name, email, email_key, age, created_at, updated_at)
 		 SELECT 'User ' || lpad(i::text, 5, '0'), 'user' || lpad(i::text, 5, '0') || '@example.com',
@@ -223,13 +193,7 @@ func mustIndexReads(t *testing.T, admin *sql.DB, index string, scans int64) [2]i
 // (16ec39e: 333 a page; 256 after).
 func TestListAllocations(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
-	db, err := postgres.Open(ctx, url, postgres.Options{MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	admin := mustAdmin(t, url)
+	db, admin := mustSeeded(t, 1)
 	if _, err := admin.ExecContext(ctx, `INSERT INTO users (name, email, email_key, age, created_at, updated_at)
 		 SELECT 'User ' || i, 'user' || i || '@example.com', 'user' || i || '@example.com', 18 + i, now(), now()
 		 FROM generate_series(1, 30) i`); err != nil {
@@ -237,6 +201,7 @@ func TestListAllocations(t *testing.T) {
 	}
 	lq := resourceapi.ListQuery{Limit: 20, Offset: 5, Sort: "id"}
 	var page resourceapi.Page
+	var err error
 	allocs := testing.AllocsPerRun(50, func() {
 		if page, err = db.List(ctx, resourceapi.Users, lq); err != nil {
 			t.Fatal(err)

@@ -150,6 +150,52 @@ func mustAdmin(t *testing.T, url string) *sql.DB {
 	return admin
 }
 
+// mustSeeded opens a store of at most maxConns connections on a new
+// database, and an administrator's connection to it (mustAdmin) that has
+// run each of statements: the setup of the tests that read PostgreSQL's
+// own statistics of a seeded table.
+func mustSeeded(t *testing.T, maxConns int, statements ...string) (*postgres.DB, *sql.DB) {
+	t.Helper()
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	db, err := postgres.Open(ctx, url, postgres.Options{MaxConns: maxConns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	admin := mustAdmin(t, url)
+	for _, q := range statements {
+		if _, err := admin.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return db, admin
+}
+
+// queryIDs returns the first column of every row of query, an id.
+func queryIDs(t *testing.T, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, query string, args ...any) []int64 {
+	t.Helper()
+	rows, err := q.QueryContext(context.Background(), query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
 // mustTerminate ends every other session on admin's database and waits
 // until they are gone.
 func mustTerminate(t *testing.T, admin *sql.DB) {

@@ -23,13 +23,7 @@ import (
 // every skipped row was read from the table).
 func TestListReadsOnlyItsPage(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
-	db, err := postgres.Open(ctx, url, postgres.Options{MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	admin := mustAdmin(t, url)
+	db, admin := mustSeeded(t, 1)
 	const n = 5000
 	for _, q := range []string{
 		`INSERT INTO users (name, email, email_key, age, created_at, updated_at)
@@ -97,13 +91,7 @@ func mustTableReads(t *testing.T, admin *sql.DB) int64 {
 // bounds it to 64 kB).
 func TestSearchAfterWrites(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
-	db, err := postgres.Open(ctx, url, postgres.Options{MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	admin := mustAdmin(t, url)
+	db, admin := mustSeeded(t, 1)
 	for _, q := range []string{
 		`ALTER TABLE users SET (autovacuum_enabled = false)`,
 		`INSERT INTO users (name, email, email_key, age, created_at, updated_at)
@@ -210,13 +198,7 @@ func TestListEachOneStatement(t *testing.T) {
 // filter whose value can decide the plan (a role) keeps custom plans.
 func TestListsUseGenericPlans(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
-	db, err := postgres.Open(ctx, url, postgres.Options{MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	admin := mustAdmin(t, url)
+	db, admin := mustSeeded(t, 1)
 	if _, err := admin.ExecContext(ctx, `INSERT INTO users (name, email, email_key, age, created_at, updated_at)
 		 SELECT 'User ' || lpad(i::text, 5, '0') || CASE WHEN i % 8 = 0 THEN ' Abc' ELSE '' END,
 		        'user' || lpad(i::text, 5, '0') || '@example.com', 'user' || lpad(i::text, 5, '0') || '@example.com',

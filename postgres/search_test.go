@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/resourceapi/resourceapi"
-	"github.com/resourceapi/resourceapi/postgres"
-	"github.com/resourceapi/resourceapi/postgres/pgtest"
 	"github.com/resourceapi/resourceapi/sqlstore"
 )
 
@@ -23,13 +21,7 @@ import (
 // case, and LIKE's metacharacters, which q matches literally.
 func TestSearchMatchesILIKE(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
-	db, err := postgres.Open(ctx, url, postgres.Options{MaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	admin := mustAdmin(t, url)
+	db, admin := mustSeeded(t, 2)
 	odd := []string{"ÉCOLE Straße", "école", "ǅemal", "ΣΊΣΥΦΟΣ", "İstanbul", "ISTANBUL", "100% sure", "a_b", `back\slash`, `50%_off\`, "ÆØÅ", "æøå"}
 	// 1,600 users, every 8th an Abc in some case, every 10th with no age,
 	// every 13th deleted, and the odd names above among them.
@@ -124,23 +116,7 @@ func mustILIKE(t *testing.T, admin *sql.DB, q, sort string, desc, all bool) []in
 	if !all {
 		where = "deleted = false AND " + where
 	}
-	rows, err := admin.QueryContext(context.Background(), "SELECT id FROM users WHERE "+where+" ORDER BY "+order, sqlstore.LikePattern(q))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return ids
+	return queryIDs(t, admin, "SELECT id FROM users WHERE "+where+" ORDER BY "+order, sqlstore.LikePattern(q))
 }
 
 // TestSearchWalksSortIndex checks, through PostgreSQL's statistics of the
@@ -151,13 +127,7 @@ func mustILIKE(t *testing.T, admin *sql.DB, q, sort string, desc, all bool) []in
 // would read it all); both count through the trigram index users_search.
 func TestSearchWalksSortIndex(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
-	db, err := postgres.Open(ctx, url, postgres.Options{MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	admin := mustAdmin(t, url)
+	db, admin := mustSeeded(t, 1)
 	for _, q := range []string{
 		`INSERT INTO users (name, email, email_key, age, created_at, updated_at)
 		 SELECT 'User ' || lpad(i::text, 5, '0') || CASE WHEN i % 8 = 0 THEN ' Abc' ELSE '' END,

@@ -88,22 +88,7 @@ func TestFanOutInRecordOrder(t *testing.T) {
 		t.Fatal(errB)
 	}
 
-	rows, err := raw.Query(`SELECT event_id FROM webhook_deliveries WHERE record_key = $1 ORDER BY id`, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var order []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		order = append(order, id)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+	order := queryIDs(t, raw, `SELECT event_id FROM webhook_deliveries WHERE record_key = $1 ORDER BY id`, key)
 	if len(order) != 2 || order[0] != created || !slices.IsSorted(order) || fanned != 1 {
 		t.Fatalf("%s's deliveries, in id order, are of events %v (B fanned out %d, waited for A: %v); want the creation %d first, then the update, each once",
 			key, order, fanned, waited, created)
