@@ -241,15 +241,7 @@ func TestNormalizeEmailsMigration(t *testing.T) {
 // session: row_counts_add in SQL cost every POST a parse and plan of an
 // INSERT ... ON CONFLICT (migration 00037; docs/performance.md).
 func TestTriggerFunctionsKeepTheirPlans(t *testing.T) {
-	url := pgtest.NewDatabase(t)
-	if err := postgres.Migrate(context.Background(), url); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := mustAdmin(t, pgtest.Migrated(t))
 	rows, err := db.Query(`SELECT p.proname FROM pg_proc p
 		JOIN pg_namespace n ON n.oid = p.pronamespace
 		JOIN pg_language l ON l.oid = p.prolang
