@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -180,7 +181,15 @@ func TestServedGetAllocations(t *testing.T) {
 	for range 10 {
 		serve() // the record and the account in their caches
 	}
-	if n := testing.AllocsPerRun(200, serve); n > maxGetAllocs {
-		t.Errorf("a GET allocates %.1f times, more than %d", n, maxGetAllocs)
+	// AllocsPerRun counts the whole process's allocations, and the
+	// server's own goroutines (the relay's poll, the WAL watch) allocate now
+	// and then beside the requests: the fewest of five counts is the GET's
+	// (CI under -race once counted 19.0 where the GET makes 16).
+	least := math.Inf(1)
+	for range 5 {
+		least = min(least, testing.AllocsPerRun(200, serve))
+	}
+	if least > maxGetAllocs {
+		t.Errorf("a GET allocates %.1f times, more than %d", least, maxGetAllocs)
 	}
 }
