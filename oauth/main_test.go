@@ -1,7 +1,6 @@
 package oauth_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/resourceapi/resourceapi/postgres/pgtest"
@@ -9,8 +8,4 @@ import (
 
 // TestMain runs the tests and drops the PostgreSQL template they copied
 // their databases from (pgtest.Migrated).
-func TestMain(m *testing.M) {
-	code := m.Run()
-	pgtest.DropTemplate()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { pgtest.Main(m) }

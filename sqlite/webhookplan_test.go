@@ -12,6 +12,7 @@ import (
 
 	"github.com/resourceapi/resourceapi"
 	"github.com/resourceapi/resourceapi/sqlite"
+	"github.com/resourceapi/resourceapi/storetest"
 )
 
 // TestWebhookRoundPlans: the statements of the webhook worker's rounds read
@@ -53,14 +54,7 @@ func TestWebhookRoundPlans(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fan := func(hooks []resourceapi.Webhook, events []resourceapi.Event) ([]resourceapi.WebhookDelivery, error) {
-		var out []resourceapi.WebhookDelivery
-		for _, ev := range events {
-			out = append(out, resourceapi.WebhookDelivery{WebhookID: hooks[0].ID, EventID: ev.ID, EventType: ev.Name,
-				MessageID: fmt.Sprintf("evt_%d", ev.ID), RecordKey: fmt.Sprintf("%s/%d", ev.Resource, ev.Record.ID()), Body: []byte(`{}`)})
-		}
-		return out, nil
-	}
+	fan := storetest.FanToFirst
 	room := func(int64) int { return 10 }
 	mu.Lock()
 	record = true

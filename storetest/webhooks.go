@@ -344,14 +344,7 @@ func testWebhooks(t *testing.T, open opener) {
 		a := mustWebhook(t, ws, "https://a.example/hook", true, "*")
 		cy := mustCreate(t, s, user("Cy", "cy@example.com"))
 		mustUpdate(t, s, cy.ID(), resourceapi.Record{"name": "Cyd"})
-		fan := func(hooks []resourceapi.Webhook, events []resourceapi.Event) ([]resourceapi.WebhookDelivery, error) {
-			var out []resourceapi.WebhookDelivery
-			for _, ev := range events {
-				out = append(out, resourceapi.WebhookDelivery{WebhookID: hooks[0].ID, EventID: ev.ID, EventType: ev.Name,
-					MessageID: fmt.Sprintf("evt_%d", ev.ID), RecordKey: fmt.Sprintf("%s/%d", ev.Resource, ev.Record.ID()), Body: []byte(`{}`)})
-			}
-			return out, nil
-		}
+		fan := FanToFirst
 		room := func(int64) int { return 10 }
 		// One round fans out both events and claims, in the same
 		// transaction, the delivery it just made that may go: Cy's
@@ -381,6 +374,17 @@ func testWebhooks(t *testing.T, open opener) {
 }
 
 // sameAttempt compares the attempts as the log keeps them.
+// FanToFirst is a WebhookRound.Fan for tests: one delivery of each event
+// to the first of the endpoints, with an empty body.
+func FanToFirst(hooks []resourceapi.Webhook, events []resourceapi.Event) ([]resourceapi.WebhookDelivery, error) {
+	var out []resourceapi.WebhookDelivery
+	for _, ev := range events {
+		out = append(out, resourceapi.WebhookDelivery{WebhookID: hooks[0].ID, EventID: ev.ID, EventType: ev.Name,
+			MessageID: fmt.Sprintf("evt_%d", ev.ID), RecordKey: fmt.Sprintf("%s/%d", ev.Resource, ev.Record.ID()), Body: []byte(`{}`)})
+	}
+	return out, nil
+}
+
 func sameAttempt(got, want resourceapi.WebhookAttempt) bool {
 	return got.DeliveryID == want.DeliveryID && got.At.Equal(want.At) && got.Status == want.Status && got.Latency == want.Latency &&
 		got.Response == want.Response && got.State == want.State

@@ -92,6 +92,14 @@ func DropTemplate() {
 	migrated.url = ""
 }
 
+// Main is a TestMain for a package whose tests call Migrated: it runs the
+// tests, drops the template with DropTemplate and exits with their code.
+func Main(m *testing.M) {
+	code := m.Run()
+	DropTemplate()
+	os.Exit(code)
+}
+
 // createDatabase creates database name on the server at base with the given
 // CREATE DATABASE options and returns its URL.
 func createDatabase(base, name, options string) (string, error) {
