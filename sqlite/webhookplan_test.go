@@ -190,3 +190,94 @@ func TestWebhookFanOutBeforeWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestWebhookRoundStatementsPerBatch: a round's statements do not grow
+// with its events and attempts. On SQLite a round commits inside a
+// request's write transaction, so every statement it runs delays that
+// request's commit: the deliveries it makes are inserted in one
+// statement, and the attempts it records are recorded in one (plus one
+// for their log). The rounds of 2 and of 24 events (each fanned out to
+// two endpoints, then each delivery's attempt recorded) run as many
+// statements. It fails with a statement per delivery inserted or per
+// attempt recorded, as before.
+func TestWebhookRoundStatementsPerBatch(t *testing.T) {
+	ctx := context.Background()
+	count := func(events int) (fanOut, record int) {
+		var mu sync.Mutex
+		n, on := 0, false
+		db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "statements.db"), sqlite.Options{OnStatement: func(string) {
+			mu.Lock()
+			defer mu.Unlock()
+			if on {
+				n++
+			}
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		for _, url := range []string{"https://a.example/hook", "https://b.example/hook"} {
+			if _, err := db.CreateWebhook(ctx, resourceapi.Webhook{URL: url, Types: []string{"*"}, Enabled: true, Secret: "whsec_a"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range events {
+			rec := resourceapi.Products.Example(i)
+			if err := resourceapi.Validate(resourceapi.Products, rec, resourceapi.ModeCreate); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Create(ctx, resourceapi.Products, rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fan := func(hooks []resourceapi.Webhook, evs []resourceapi.Event) ([]resourceapi.WebhookDelivery, error) {
+			var out []resourceapi.WebhookDelivery
+			for _, ev := range evs {
+				for _, h := range hooks {
+					out = append(out, resourceapi.WebhookDelivery{WebhookID: h.ID, EventID: ev.ID, EventType: ev.Name, MessageID: fmt.Sprint("evt_", ev.ID),
+						RecordKey: fmt.Sprint(ev.Resource, "/", ev.Record.ID()), Body: []byte(`{}`)})
+				}
+			}
+			return out, nil
+		}
+		room := func(int64) int { return 1000 }
+		run := func(r resourceapi.WebhookRound) (resourceapi.WebhookRoundResult, int) {
+			mu.Lock()
+			n, on = 0, true
+			mu.Unlock()
+			res, err := db.RunWebhookRound(ctx, r)
+			mu.Lock()
+			defer mu.Unlock()
+			on = false
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res, n
+		}
+		res, fanOut := run(resourceapi.WebhookRound{Owner: "one", FanOut: 100, Fan: fan, Room: room, Now: time.Now(), Lease: time.Minute})
+		if res.FannedOut != events || len(res.Claimed) != 2*events {
+			t.Fatalf("round fanned out %d events, claimed %d deliveries; want %d, %d", res.FannedOut, len(res.Claimed), events, 2*events)
+		}
+		var attempts []resourceapi.WebhookAttempt
+		for i, d := range res.Claimed {
+			state, next := resourceapi.DeliveryDelivered, time.Time{}
+			if i%2 == 1 {
+				state, next = resourceapi.DeliveryPending, time.Now().Add(time.Hour)
+			}
+			attempts = append(attempts, resourceapi.WebhookAttempt{DeliveryID: d.ID, Owner: "one", At: time.Now(), Status: 204, State: state, Next: next})
+		}
+		res, record = run(resourceapi.WebhookRound{Owner: "one", Attempts: attempts})
+		if !res.Wrote {
+			t.Fatal("the round recording the attempts wrote nothing")
+		}
+		return fanOut, record
+	}
+	fan2, record2 := count(2)
+	fan24, record24 := count(24)
+	if fan24 != fan2 {
+		t.Errorf("a round fanning out 24 events ran %d statements, one fanning out 2 ran %d", fan24, fan2)
+	}
+	if record24 != record2 {
+		t.Errorf("a round recording 48 attempts ran %d statements, one recording 4 ran %d", record24, record2)
+	}
+}

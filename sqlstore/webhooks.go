@@ -774,31 +774,53 @@ func (s *Store) fanOut(ctx context.Context, tx Tx, limit int, fan func([]resourc
 			return fail(err)
 		}
 	}
+	// One statement inserts a chunk of deliveries, those claimed leased
+	// as they are inserted.
+	type made struct{ hook, event int64 }
 	var claimed []resourceapi.WebhookDelivery
-	for _, d := range deliveries {
-		k := key{d.WebhookID, d.RecordKey}
-		claim := !waiting[k] && take(d.WebhookID, 1) == 1
-		waiting[k] = true
-		owned, until := "", any(nil)
-		if claim {
-			owned, until = owner, resourceapi.Timestamp(now.Add(lease))
-		}
+	at := map[made]int{} // the claimed deliveries, by endpoint and event
+	for chunk := range slices.Chunk(deliveries, deliveryChunk) {
 		q := s.newQuery()
-		q.WriteString("INSERT INTO webhook_deliveries (webhook_id, event_id, event_type, message_id, record_key, body, state, next_attempt_at, created_at, lease_owner, lease_until) VALUES (" +
-			join([]string{q.Arg(d.WebhookID), q.Arg(d.EventID), q.Arg(d.EventType), q.Arg(d.MessageID), q.Arg(d.RecordKey), q.Arg(string(d.Body)),
-				q.Arg(resourceapi.DeliveryPending), q.Arg(now), q.Arg(now), q.Arg(owned), q.Arg(until)}) + ")")
-		if !claim {
-			if _, err := tx.ExecContext(ctx, q.String(), q.args...); err != nil {
-				return fail(err)
+		q.WriteString("INSERT INTO webhook_deliveries (webhook_id, event_id, event_type, message_id, record_key, body, state, next_attempt_at, created_at, lease_owner, lease_until) VALUES ")
+		for i, d := range chunk {
+			k := key{d.WebhookID, d.RecordKey}
+			claim := !waiting[k] && take(d.WebhookID, 1) == 1
+			waiting[k] = true
+			owned, until := "", any(nil)
+			if claim {
+				owned, until = owner, resourceapi.Timestamp(now.Add(lease))
+				d.State, d.NextAttemptAt, d.CreatedAt = resourceapi.DeliveryPending, now, now
+				at[made{d.WebhookID, d.EventID}] = len(claimed)
+				claimed = append(claimed, d)
 			}
-			continue
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(" + join([]string{q.Arg(d.WebhookID), q.Arg(d.EventID), q.Arg(d.EventType), q.Arg(d.MessageID), q.Arg(d.RecordKey), q.Arg(string(d.Body)),
+				pending, q.Arg(now), q.Arg(now), q.Arg(owned), q.Arg(until)}) + ")")
 		}
-		q.WriteString(" RETURNING id")
-		if err := tx.QueryRowContext(ctx, q.String(), q.args...).Scan(&d.ID); err != nil {
+		// RETURNING gives no order: the rows are told apart by endpoint
+		// and event (a fan-out makes one delivery of each pair).
+		q.WriteString(" RETURNING id, webhook_id, event_id")
+		rows, err := tx.QueryContext(ctx, q.String(), q.args...)
+		if err != nil {
 			return fail(err)
 		}
-		d.State, d.NextAttemptAt, d.CreatedAt = resourceapi.DeliveryPending, now, now
-		claimed = append(claimed, d)
+		for rows.Next() {
+			var id int64
+			var m made
+			if err := rows.Scan(&id, &m.hook, &m.event); err != nil {
+				rows.Close()
+				return fail(err)
+			}
+			if i, ok := at[m]; ok {
+				claimed[i].ID = id
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fail(err)
+		}
 	}
 	ids := make([]string, len(events))
 	for i, ev := range events {
@@ -811,6 +833,10 @@ func (s *Store) fanOut(ctx context.Context, tx Tx, limit int, fan func([]resourc
 	}
 	return len(events), now, claimed, nil
 }
+
+// deliveryChunk bounds the deliveries one statement inserts (10 values
+// each: SQLite binds at most 32,766, PostgreSQL 65,535).
+const deliveryChunk = 500
 
 // pending is the pending state as a literal, not a bound value: SQLite
 // uses a partial index (WHERE state = 'pending') only for a query that
@@ -917,34 +943,29 @@ func (s *Store) finishAttempts(ctx context.Context, tx Tx, attempts []resourceap
 	}
 	hooks := map[int64]*failing{}
 	var order []int64
+	recorded := map[int64]int64{} // delivery -> endpoint, of the attempts whose lease held
+	for chunk := range slices.Chunk(attempts, attemptChunk) {
+		if err := s.recordAttempts(ctx, tx, chunk, recorded); err != nil {
+			return err
+		}
+	}
 	log := s.newQuery()
 	log.WriteString("INSERT INTO webhook_attempts (delivery_id, attempted_at, status, latency_ms, response, state) VALUES ")
 	logged := 0
 	for _, a := range attempts {
-		at := resourceapi.Timestamp(a.At)
-		q := s.newQuery()
-		delivered := any(nil)
-		if a.State == resourceapi.DeliveryDelivered {
-			delivered = at
-		}
-		next := a.Next
-		if next.IsZero() {
-			next = at
-		}
-		q.WriteString("UPDATE webhook_deliveries SET state = " + q.Arg(a.State) + ", attempts = attempts + 1, last_status = " + q.Arg(int64(a.Status)) +
-			", last_latency_ms = " + q.Arg(a.Latency.Milliseconds()) + ", last_response = " + q.Arg(a.Response) +
-			", last_attempt_at = " + q.Arg(at) + ", first_attempt_at = COALESCE(first_attempt_at, " + q.Arg(at) + ")" +
-			", next_attempt_at = " + q.Arg(resourceapi.Timestamp(next)) + ", delivered_at = " + q.Arg(delivered) +
-			", lease_owner = '', lease_until = NULL WHERE id = " + q.Arg(a.DeliveryID) + " AND lease_owner = " + q.Arg(a.Owner) +
-			" RETURNING webhook_id")
-		var hook int64
-		err := tx.QueryRowContext(ctx, q.String(), q.args...).Scan(&hook)
-		if errors.Is(err, sql.ErrNoRows) {
+		hook, ok := recorded[a.DeliveryID]
+		if !ok {
 			continue // the lease expired and another instance took it
 		}
-		if err != nil {
-			return err
+		if logged == attemptChunk {
+			if _, err := tx.ExecContext(ctx, log.String(), log.args...); err != nil {
+				return err
+			}
+			log = s.newQuery()
+			log.WriteString("INSERT INTO webhook_attempts (delivery_id, attempted_at, status, latency_ms, response, state) VALUES ")
+			logged = 0
 		}
+		at := resourceapi.Timestamp(a.At)
 		if logged > 0 {
 			log.WriteString(", ")
 		}
@@ -987,6 +1008,61 @@ func (s *Store) finishAttempts(ctx context.Context, tx Tx, attempts []resourceap
 		}
 	}
 	return nil
+}
+
+// attemptChunk bounds the attempts one statement records (9 values each:
+// SQLite binds at most 32,766, PostgreSQL 65,535).
+const attemptChunk = 500
+
+// recordAttempts updates, in one statement, the delivery of each of
+// attempts whose lease is still its Owner's (state, count, last attempt,
+// lease released), and adds it to recorded (delivery id -> endpoint).
+// The attempts' values are a VALUES list joined to the deliveries
+// (UPDATE ... FROM, on both databases); its first row names the columns'
+// types, which PostgreSQL would otherwise take for text. SQLite reads
+// those casts by affinity (timestamptz: numeric, and its times are
+// integers), so the same text serves both.
+func (s *Store) recordAttempts(ctx context.Context, tx Tx, attempts []resourceapi.WebhookAttempt, recorded map[int64]int64) error {
+	q := s.newQuery()
+	q.WriteString("WITH a (did, holder, state, status, latency, response, tried, due, delivered) AS (VALUES ")
+	for i, a := range attempts {
+		at := resourceapi.Timestamp(a.At)
+		delivered := any(nil)
+		if a.State == resourceapi.DeliveryDelivered {
+			delivered = at
+		}
+		next := a.Next
+		if next.IsZero() {
+			next = at
+		}
+		vals := []string{q.Arg(a.DeliveryID), q.Arg(a.Owner), q.Arg(a.State), q.Arg(int64(a.Status)), q.Arg(a.Latency.Milliseconds()),
+			q.Arg(a.Response), q.Arg(at), q.Arg(resourceapi.Timestamp(next)), q.Arg(delivered)}
+		if i == 0 {
+			for j, t := range []string{"bigint", "text", "text", "integer", "integer", "text", "timestamptz", "timestamptz", "timestamptz"} {
+				vals[j] = "CAST(" + vals[j] + " AS " + t + ")"
+			}
+		} else {
+			q.WriteString(", ")
+		}
+		q.WriteString("(" + join(vals) + ")")
+	}
+	q.WriteString(") UPDATE webhook_deliveries SET state = a.state, attempts = attempts + 1, last_status = a.status, last_latency_ms = a.latency," +
+		" last_response = a.response, last_attempt_at = a.tried, first_attempt_at = COALESCE(first_attempt_at, a.tried), next_attempt_at = a.due," +
+		" delivered_at = a.delivered, lease_owner = '', lease_until = NULL FROM a WHERE webhook_deliveries.id = a.did" +
+		" AND webhook_deliveries.lease_owner = a.holder RETURNING webhook_deliveries.id, webhook_deliveries.webhook_id")
+	rows, err := tx.QueryContext(ctx, q.String(), q.args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, hook int64
+		if err := rows.Scan(&id, &hook); err != nil {
+			return err
+		}
+		recorded[id] = hook
+	}
+	return rows.Err()
 }
 
 // releaseDeliveries gives back, in tx, the deliveries of ids that owner
