@@ -65,23 +65,30 @@ type budget struct {
 	failed *gqlerror.Error
 }
 
-func newBudget(maxRecords int, maxBytes int64) *budget {
-	b := &budget{maxRecords: maxRecords, maxBytes: maxBytes}
-	b.cond.L = &b.mu
-	return b
+// response is what one response runs with, in one context value: its
+// budget and its loaders.
+type response struct {
+	budget  budget
+	loaders lazyLoaders
 }
 
-type budgetKey struct{}
+type responseKey struct{}
 
-func withBudget(ctx context.Context, b *budget) context.Context {
-	return context.WithValue(ctx, budgetKey{}, b)
+// withResponse returns ctx with a fresh budget of maxRecords records and
+// maxBytes bytes and fresh loaders reading from svc, and the budget.
+func withResponse(ctx context.Context, maxRecords int, maxBytes int64, svc *resourceapi.Service) (context.Context, *budget) {
+	r := &response{budget: budget{maxRecords: maxRecords, maxBytes: maxBytes}, loaders: lazyLoaders{svc: svc}}
+	r.budget.cond.L = &r.budget.mu
+	return context.WithValue(ctx, responseKey{}, r), &r.budget
 }
 
 // budgetFrom returns the budget of the response ctx belongs to; nil outside
 // one (a subscription's stream, which runs before its events' responses).
 func budgetFrom(ctx context.Context) *budget {
-	b, _ := ctx.Value(budgetKey{}).(*budget)
-	return b
+	if r, _ := ctx.Value(responseKey{}).(*response); r != nil {
+		return &r.budget
+	}
+	return nil
 }
 
 // reserve reserves units reads of size records each, as many of want as
@@ -255,11 +262,10 @@ func stopped(err *gqlerror.Error, ext map[string]any) *graphql.Response {
 // subscription) within a fresh budget and fresh loaders, and replaces it
 // with its budget's error when the budget stopped it.
 func (h *Handler) aroundResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
-	b := newBudget(h.cfg.MaxRecords, h.cfg.MaxResponseBytes)
-	ctx = withBudget(ctx, b)
 	// Fresh loaders for every response: per request, and per event of a
 	// subscription, so nothing read for one is served to another.
-	resp := next(withLoaders(ctx, h.cfg.Service))
+	ctx, b := withResponse(ctx, h.cfg.MaxRecords, h.cfg.MaxResponseBytes, h.cfg.Service)
+	resp := next(ctx)
 	if op := graphql.GetOperationContext(ctx); op.Operation != nil && op.Operation.Operation != ast.Subscription {
 		// A request's caller pays for what its response cost beyond the
 		// one request its rate limit counted: one request per

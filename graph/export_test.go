@@ -53,3 +53,13 @@ func (g Generic) Delete(ctx context.Context, res *resourceapi.Resource, id strin
 // Priced returns how many operations h had gqlgen price (the others were
 // priced by a cost kept from an earlier request).
 func Priced(h *Handler) int64 { return h.costs.priced.Load() }
+
+// ParseEnvelope is parseEnvelope: the parameters of a POST body in the
+// common shape, or ok false.
+func ParseEnvelope(body []byte) (query, operationName string, variables, extensions map[string]any, ok bool) {
+	p, ok := parseEnvelope(body)
+	if !ok {
+		return "", "", nil, nil, false
+	}
+	return p.Query, p.OperationName, p.Variables, p.Extensions, true
+}

@@ -186,8 +186,6 @@ func fillErr(n int, err error) []error {
 	return errs
 }
 
-type loadersKey struct{}
-
 // lazyLoaders makes a response's loaders when a resolver first needs them:
 // most responses (a subscription's event to each of thousands of
 // subscribers, a single user) need none.
@@ -197,12 +195,10 @@ type lazyLoaders struct {
 	ld   *loaders
 }
 
-func withLoaders(ctx context.Context, svc *resourceapi.Service) context.Context {
-	return context.WithValue(ctx, loadersKey{}, &lazyLoaders{svc: svc})
-}
-
+// loadersFrom returns the loaders of the response ctx belongs to (see
+// withResponse).
 func loadersFrom(ctx context.Context) *loaders {
-	l := ctx.Value(loadersKey{}).(*lazyLoaders)
+	l := &ctx.Value(responseKey{}).(*response).loaders
 	l.once.Do(func() { l.ld = newLoaders(ctx, l.svc) })
 	return l.ld
 }

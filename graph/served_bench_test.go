@@ -193,3 +193,51 @@ func TestServedGetAllocations(t *testing.T) {
 		t.Errorf("a GET allocates %.1f times, more than %d", least, maxGetAllocs)
 	}
 }
+
+// maxGraphQLAllocs bounds the allocations of { user(id: $id) { name email
+// } } as served, POSTed as JSON with the id in its variables: 140 in the
+// build that set it, 171 before (docs/performance.md, "Issue 15, GraphQL
+// user(id): the request path's allocations, 171 to 140 (gqlget)").
+const maxGraphQLAllocs = 145
+
+// TestServedGraphQLAllocations is TestServedGetAllocations for the same
+// user read through GraphQL: the transport, gqlgen's operation and the
+// extensions of graph (limits, budget, observer) are all on this path.
+func TestServedGraphQLAllocations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seeds a database")
+	}
+	h, key := servedHandler(t)
+	body := []byte(`{"query":"query($id: ID!) { user(id: $id) { name email } }","variables":{"id":"7"}}`)
+	req, err := http.NewRequest(http.MethodPost, "/graphql", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.RemoteAddr = "127.0.0.1:40000"
+	req.Header.Set("X-API-Key", key)
+	req.Header.Set("Content-Type", "application/json")
+	rd := bytes.NewReader(nil)
+	rc := io.NopCloser(rd)
+	w := &discardWriter{h: http.Header{}, keep: true}
+	serve := func() {
+		w.reset()
+		rd.Reset(body)
+		req.Body = rc
+		req.ContentLength = int64(len(body))
+		h.ServeHTTP(w, req)
+		if w.status != http.StatusOK || bytes.Contains(w.body.Bytes(), []byte(`"errors"`)) {
+			t.Fatalf("%d %s", w.status, w.body.Bytes())
+		}
+	}
+	for range 10 {
+		serve() // the document, the record and the account in their caches
+	}
+	w.keep = false
+	least := math.Inf(1)
+	for range 5 {
+		least = min(least, testing.AllocsPerRun(200, serve))
+	}
+	if least > maxGraphQLAllocs {
+		t.Errorf("a GraphQL user(id) allocates %.1f times, more than %d", least, maxGraphQLAllocs)
+	}
+}

@@ -61,14 +61,24 @@ type requestError struct {
 
 func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
 	h := w.Header()
-	h.Set("Cache-Control", "no-store")
-	h.Add("Vary", "Accept")
 	media, ok := negotiate(r.Header.Values("Accept"))
+	// Cache-Control, Vary (added to) and Content-Type (every answer from
+	// here on is of the media negotiated) in one allocation, each value a
+	// slice of capacity 1, so that adding to one cannot write into another.
+	vals := make([]string, 3)
+	vals[0], vals[1], vals[2] = "no-store", "Accept", contentType(media)
+	h["Cache-Control"] = vals[0:1:1]
+	if vary := h["Vary"]; len(vary) > 0 {
+		h["Vary"] = append(vary, "Accept")
+	} else {
+		h["Vary"] = vals[1:2:2]
+	}
 	if !ok {
 		writeRequestError(w, http.StatusNotAcceptable, mediaJSON, "NOT_ACCEPTABLE",
 			"Accept allows neither application/graphql-response+json nor application/json")
 		return
 	}
+	h["Content-Type"] = vals[2:3:3]
 	var params *graphql.RawParams
 	var rerr *requestError
 	if r.Method == http.MethodGet {
@@ -200,7 +210,7 @@ func (t httpTransport) fromBody(w http.ResponseWriter, r *http.Request) (*graphq
 				"The body must be encoded in UTF-8"}
 		}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, t.h.cfg.MaxBodyBytes))
+	body, err := readBody(w, r, t.h.cfg.MaxBodyBytes)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
@@ -219,6 +229,9 @@ func (t httpTransport) fromBody(w http.ResponseWriter, r *http.Request) (*graphq
 	}
 	if !isObject(body) {
 		return nil, badRequest("The body is not a JSON object")
+	}
+	if p, ok := parseEnvelope(body); ok {
+		return p, nil // the common body, read without reflection (envelope.go)
 	}
 	// One pass over the body, each member into its type: a member of
 	// another type is a type error that names it (the first one in the
@@ -258,6 +271,33 @@ func (t httpTransport) fromBody(w http.ResponseWriter, r *http.Request) (*graphq
 		p.OperationName = *env.OperationName
 	}
 	return p, nil
+}
+
+// readBody reads r's body, of at most max bytes (an *http.MaxBytesError
+// past it). A body whose length the request declares within max is read
+// into one buffer of that length; the server's body never gives more than
+// it declares, and a body that does (another caller's) is read on as any
+// other.
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	n := r.ContentLength
+	if n < 0 || n > max {
+		return io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r.Body, body); err != nil {
+		return nil, err
+	}
+	var more [1]byte
+	switch k, err := r.Body.Read(more[:]); {
+	case k > 0 && n == max:
+		return nil, &http.MaxBytesError{Limit: max}
+	case k > 0:
+		rest, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max-n-1))
+		return append(append(body, more[0]), rest...), err
+	case err != nil && err != io.EOF:
+		return nil, err
+	}
+	return body, nil
 }
 
 func badRequest(msg string) *requestError {
@@ -380,9 +420,23 @@ func encodeResponse(resp *graphql.Response) []byte {
 }
 
 func writeBody(w http.ResponseWriter, status int, media string, body []byte) {
-	w.Header().Set("Content-Type", media+"; charset=utf-8")
+	ct := contentType(media)
+	if h := w.Header(); len(h["Content-Type"]) != 1 || h["Content-Type"][0] != ct {
+		h.Set("Content-Type", ct)
+	}
 	w.WriteHeader(status)
 	w.Write(body)
+}
+
+// contentType is the Content-Type of a response of media.
+func contentType(media string) string {
+	switch media {
+	case mediaJSON:
+		return mediaJSON + "; charset=utf-8"
+	case mediaGraphQLResponse:
+		return mediaGraphQLResponse + "; charset=utf-8"
+	}
+	return media + "; charset=utf-8"
 }
 
 // writeRequestError answers a request that was not executed with one error.

@@ -45,7 +45,12 @@ type Metrics struct {
 	// statuses the server answers with (see http.Observer).
 	mu        sync.RWMutex
 	byRequest map[requestLabels]requestMetrics
+	// byOperation does the same for operations and opDuration, whose
+	// label sets are bounded by the operation types and the error codes.
+	byOperation map[operationLabels]requestMetrics
 }
+
+type operationLabels struct{ operation, code string }
 
 type requestLabels struct {
 	method, route string
@@ -62,8 +67,9 @@ type requestMetrics struct {
 func New() *Metrics {
 	reg := prometheus.NewRegistry()
 	m := &Metrics{
-		reg:       reg,
-		byRequest: map[requestLabels]requestMetrics{},
+		reg:         reg,
+		byRequest:   map[requestLabels]requestMetrics{},
+		byOperation: map[operationLabels]requestMetrics{},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Subsystem: "http",
 			Name: "requests_total",
 			Help: "HTTP requests answered, by method, route pattern (never the raw path) and status code."},
@@ -133,8 +139,18 @@ func (m *Metrics) Operation(operation, code string, elapsed time.Duration) {
 	if code == "" {
 		code = "OK"
 	}
-	m.operations.WithLabelValues(operation, code).Inc()
-	m.opDuration.WithLabelValues(operation).Observe(elapsed.Seconds())
+	k := operationLabels{operation, code}
+	m.mu.RLock()
+	om, ok := m.byOperation[k]
+	m.mu.RUnlock()
+	if !ok {
+		om = requestMetrics{m.operations.WithLabelValues(operation, code), m.opDuration.WithLabelValues(operation)}
+		m.mu.Lock()
+		m.byOperation[k] = om
+		m.mu.Unlock()
+	}
+	om.count.Inc()
+	om.duration.Observe(elapsed.Seconds())
 }
 
 // WebSockets reports the open subscription connections and the

@@ -1,0 +1,121 @@
+// Command trim takes out of gqlgen's generated code two things it does per
+// operation or per field that graph has no use for. It is run in graph/
+// after gqlgen (see generate.go), on the file named by its argument
+// (generated.go).
+//
+//   - The map of input unmarshalers that Exec builds for every operation
+//     (graphql.BuildUnmarshalerMap: a method value per input type, a map,
+//     reflection, and a context value) serves only
+//     graphql.UnmarshalInputFromContext, which graph does not call: the
+//     build and the context value are removed, and trim fails when a Go
+//     file of graph (other than the generated ones) names
+//     UnmarshalInputFromContext.
+//   - Every scalar field's context is made with a new error
+//     (errors.New("field of type String does not have child fields")),
+//     which only a child of a scalar field would ever return: each becomes
+//     a package variable made once, with the same message.
+//
+// It fails when it finds neither, or either in another shape: gqlgen
+// changed, and what it does must be looked at again.
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"go/format"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: trim generated.go")
+		os.Exit(2)
+	}
+	if err := run(os.Args[1]); err != nil {
+		fmt.Fprintln(os.Stderr, "trim:", err)
+		os.Exit(1)
+	}
+}
+
+var (
+	// build is the unmarshalers' map as gqlgen writes it in Exec.
+	build = regexp.MustCompile(`(?m)^\tinputUnmarshalMap := graphql\.BuildUnmarshalerMap\(\n(?:\t\tec\.unmarshalInput\w+,\n)+\t\)\n`)
+	// with is each use of it.
+	with = regexp.MustCompile(`(?m)^\t+ctx = graphql\.WithUnmarshalerMap\(ctx, inputUnmarshalMap\)\n`)
+	// leaf is the error of a scalar field's children.
+	leaf = regexp.MustCompile(`errors\.New\("field of type (\w+) does not have child fields"\)`)
+)
+
+func run(path string) error {
+	if err := noInputFromContext(filepath.Dir(path)); err != nil {
+		return err
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if n := len(build.FindAllIndex(src, -1)); n != 1 || bytes.Count(src, []byte("BuildUnmarshalerMap(")) != 1 {
+		return fmt.Errorf("%s: %d builds of the input unmarshalers of the expected shape, want 1", path, n)
+	}
+	src = build.ReplaceAll(src, nil)
+	if n := len(with.FindAllIndex(src, -1)); n == 0 || n != bytes.Count(src, []byte("WithUnmarshalerMap(")) {
+		return fmt.Errorf("%s: %d uses of the input unmarshalers of the expected shape", path, n)
+	}
+	src = with.ReplaceAll(src, nil)
+	if bytes.Contains(src, []byte("inputUnmarshalMap")) {
+		return fmt.Errorf("%s: inputUnmarshalMap is used in another way", path)
+	}
+
+	var types []string
+	src = leaf.ReplaceAllFunc(src, func(m []byte) []byte {
+		t := string(leaf.FindSubmatch(m)[1])
+		if !slices.Contains(types, t) {
+			types = append(types, t)
+		}
+		return []byte("errLeaf" + t)
+	})
+	if len(types) == 0 || bytes.Contains(src, []byte(`does not have child fields")`)) {
+		return fmt.Errorf("%s: no scalar field's error of the expected shape, or one of another", path)
+	}
+	slices.Sort(types)
+	var vars strings.Builder
+	vars.WriteString("\n// The error a child of a scalar field's context returns, made once per\n// type (internal/graphgen/cmd/trim).\nvar (\n")
+	for _, t := range types {
+		fmt.Fprintf(&vars, "\terrLeaf%s = errors.New(\"field of type %s does not have child fields\")\n", t, t)
+	}
+	vars.WriteString(")\n")
+	src = append(src, vars.String()...)
+
+	out, err := format.Source(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, out, 0o644)
+}
+
+// noInputFromContext fails when a Go file of dir that gqlgen did not write
+// calls graphql.UnmarshalInputFromContext, which needs the unmarshalers'
+// map.
+func noInputFromContext(dir string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if base := filepath.Base(f); base == "generated.go" || base == "models_gen.go" {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(b, []byte("UnmarshalInputFromContext")) {
+			return fmt.Errorf("%s calls UnmarshalInputFromContext: Exec's input unmarshalers are needed", f)
+		}
+	}
+	return nil
+}
