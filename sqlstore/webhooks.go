@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -453,24 +454,34 @@ func (s *Store) runWebhookRound(ctx context.Context, r resourceapi.WebhookRound,
 		return n
 	}
 	var res resourceapi.WebhookRoundResult
-	// claimAll: claim from every enabled endpoint with room, rather than
-	// only from claimHooks (what the read found), since the round writes
-	// anyway and its fan-out may make deliveries to claim.
-	claimAll := len(r.Attempts) > 0 || len(r.Release) > 0
+	// The round reads first what there is to fan out (fanWork) and which
+	// endpoints have a delivery to claim (claimHooks), outside the write.
+	// Inside it, it claims from those, and from the endpoints where an
+	// attempt it records lets a record's next delivery go (unblocked),
+	// rather than from every enabled endpoint: on SQLite the claim runs
+	// in a request's transaction, and it is the round's dearest
+	// statement (it walks the endpoint's pending deliveries, those under
+	// way included). Given-back deliveries may be claimed by any
+	// endpoint's claim, so a round that gives some back claims from all.
+	// A delivery that comes due between the read and the write is
+	// claimed by the next round (at the latest at the next poll).
+	writes := len(r.Attempts) > 0 || len(r.Release) > 0
+	claimAll := len(r.Release) > 0
 	var claimHooks []int64
-	if !claimAll && r.FanOut == 0 && r.Room == nil {
+	fanWork := false
+	if !writes && r.FanOut == 0 && r.Room == nil {
 		return res, nil
 	}
-	if !claimAll {
+	if r.FanOut > 0 || (r.Room != nil && !claimAll) {
 		err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
-			claimHooks = nil
+			claimHooks, fanWork = nil, false
 			var err error
 			if r.FanOut > 0 {
-				if claimAll, err = s.fanOutWork(ctx, q); err != nil || claimAll {
+				if fanWork, err = s.fanOutWork(ctx, q); err != nil {
 					return err
 				}
 			}
-			if r.Room != nil {
+			if r.Room != nil && !claimAll {
 				claimHooks, err = s.claimWork(ctx, q, now, room)
 			}
 			return err
@@ -478,16 +489,16 @@ func (s *Store) runWebhookRound(ctx context.Context, r resourceapi.WebhookRound,
 		if err != nil {
 			return res, fmt.Errorf("webhook round: %w", err)
 		}
-		if !claimAll && len(claimHooks) == 0 {
-			return res, nil
-		}
+	}
+	if !writes && !fanWork && len(claimHooks) == 0 {
+		return res, nil
 	}
 	// The events to fan out, the endpoints and the deliveries are read and
 	// made before the write, so that the transaction, which on SQLite is
 	// a request's, only checks that they are still the ones to fan out
 	// (fanOut) and writes.
 	var pre *fanned
-	if r.FanOut > 0 && claimAll {
+	if r.FanOut > 0 && fanWork {
 		var err error
 		if pre, err = s.preFan(ctx, r.FanOut, r.Fan); err != nil {
 			return res, fmt.Errorf("webhook round: %w", err)
@@ -512,7 +523,8 @@ func (s *Store) runWebhookRound(ctx context.Context, r resourceapi.WebhookRound,
 			left[hook] -= n
 			return n
 		}
-		if err := s.finishAttempts(ctx, tx, r.Attempts); err != nil {
+		unblocked, err := s.finishAttempts(ctx, tx, r.Attempts)
+		if err != nil {
 			return err
 		}
 		if err := s.releaseDeliveries(ctx, tx, r.Owner, r.Release); err != nil {
@@ -535,8 +547,13 @@ func (s *Store) runWebhookRound(ctx context.Context, r resourceapi.WebhookRound,
 			return nil
 		}
 		hooks := claimHooks
+		for _, h := range unblocked {
+			if !slices.Contains(hooks, h) && room(h) > 0 {
+				hooks = append(hooks, h)
+			}
+		}
+		slices.Sort(hooks)
 		if claimAll {
-			var err error
 			if hooks, err = s.enabledWebhooks(ctx, tx); err != nil {
 				return err
 			}
@@ -743,7 +760,7 @@ func (s *Store) fanOut(ctx context.Context, tx Tx, limit int, fan func([]resourc
 	if len(deliveries) > 0 {
 		q := s.newQuery()
 		var hookIDs []int64
-		keys := make([]string, 0, len(deliveries))
+		var records []string
 		seen := map[string]bool{}
 		for _, d := range deliveries {
 			if !slices.Contains(hookIDs, d.WebhookID) {
@@ -751,12 +768,20 @@ func (s *Store) fanOut(ctx context.Context, tx Tx, limit int, fan func([]resourc
 			}
 			if !seen[d.RecordKey] {
 				seen[d.RecordKey] = true
-				keys = append(keys, q.Arg(d.RecordKey))
+				records = append(records, d.RecordKey)
 			}
 		}
 		// The index of pending deliveries leads with the endpoint.
-		q.WriteString("SELECT DISTINCT webhook_id, record_key FROM webhook_deliveries WHERE webhook_id IN (" + q.ints(hookIDs) +
-			") AND record_key IN (" + strings.Join(keys, ", ") + ") AND state = " + pending)
+		// Placeholders are positional on SQLite: the values are bound in
+		// the order of the text (the keys bound before the endpoints
+		// matched nothing, and a record's next event was claimed while
+		// its earlier delivery was pending).
+		q.WriteString("SELECT DISTINCT webhook_id, record_key FROM webhook_deliveries WHERE webhook_id IN (" + q.ints(hookIDs) + ") AND record_key IN (")
+		keys := make([]string, len(records))
+		for i, k := range records {
+			keys[i] = q.Arg(k)
+		}
+		q.WriteString(strings.Join(keys, ", ") + ") AND state = " + pending)
 		rows, err := tx.QueryContext(ctx, q.String(), q.args...)
 		if err != nil {
 			return fail(err)
@@ -927,9 +952,9 @@ const maxClaim = 10000
 // count, last attempt) and releases its lease, is kept in the attempt log,
 // and moves its endpoint's failing_since. An attempt whose lease is no
 // longer its Owner's records nothing.
-func (s *Store) finishAttempts(ctx context.Context, tx Tx, attempts []resourceapi.WebhookAttempt) error {
+func (s *Store) finishAttempts(ctx context.Context, tx Tx, attempts []resourceapi.WebhookAttempt) (unblocked []int64, err error) {
 	if len(attempts) == 0 {
-		return nil
+		return nil, nil
 	}
 	attempts = slices.Clone(attempts)
 	slices.SortStableFunc(attempts, func(a, b resourceapi.WebhookAttempt) int { return a.At.Compare(b.At) })
@@ -944,9 +969,10 @@ func (s *Store) finishAttempts(ctx context.Context, tx Tx, attempts []resourceap
 	hooks := map[int64]*failing{}
 	var order []int64
 	recorded := map[int64]int64{} // delivery -> endpoint, of the attempts whose lease held
+	ended := map[int64][]string{} // endpoint -> the records of its deliveries that ended (delivered, dead)
 	for chunk := range slices.Chunk(attempts, attemptChunk) {
-		if err := s.recordAttempts(ctx, tx, chunk, recorded); err != nil {
-			return err
+		if err := s.recordAttempts(ctx, tx, chunk, recorded, ended); err != nil {
+			return nil, err
 		}
 	}
 	log := s.newQuery()
@@ -959,7 +985,7 @@ func (s *Store) finishAttempts(ctx context.Context, tx Tx, attempts []resourceap
 		}
 		if logged == attemptChunk {
 			if _, err := tx.ExecContext(ctx, log.String(), log.args...); err != nil {
-				return err
+				return nil, err
 			}
 			log = s.newQuery()
 			log.WriteString("INSERT INTO webhook_attempts (delivery_id, attempted_at, status, latency_ms, response, state) VALUES ")
@@ -987,7 +1013,7 @@ func (s *Store) finishAttempts(ctx context.Context, tx Tx, attempts []resourceap
 	}
 	if logged > 0 {
 		if _, err := tx.ExecContext(ctx, log.String(), log.args...); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	// In id order: two instances' rounds lock endpoints in the same order.
@@ -1004,10 +1030,39 @@ func (s *Store) finishAttempts(ctx context.Context, tx Tx, attempts []resourceap
 			q.WriteString("UPDATE webhooks SET failing_since = " + q.Arg(f.since) + " WHERE failing_since IS NULL AND id = " + q.Arg(hook))
 		}
 		if _, err := tx.ExecContext(ctx, q.String(), q.args...); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return s.pendingBehind(ctx, tx, ended)
+}
+
+// pendingBehind returns, in id order, the endpoints of ended (endpoint ->
+// records whose delivery ended) that have a pending delivery of one of
+// those records: a delivery that waited for the one that ended, and may
+// now be claimed.
+func (s *Store) pendingBehind(ctx context.Context, tx Querier, ended map[int64][]string) ([]int64, error) {
+	var out []int64
+	for _, hook := range slices.Sorted(maps.Keys(ended)) {
+		// Placeholders are positional on SQLite: bound in the order of
+		// the text.
+		q := s.newQuery()
+		q.WriteString("SELECT 1 FROM " + s.pendingDeliveries() + " WHERE d.webhook_id = " + q.Arg(hook) + " AND d.record_key IN (")
+		keys := make([]string, 0, len(ended[hook]))
+		for _, k := range slices.Compact(slices.Sorted(slices.Values(ended[hook]))) {
+			keys = append(keys, q.Arg(k))
+		}
+		q.WriteString(strings.Join(keys, ", ") + ") AND d.state = " + pending + " LIMIT 1")
+		var one int
+		err := tx.QueryRowContext(ctx, q.String(), q.args...).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, hook)
+	}
+	return out, nil
 }
 
 // attemptChunk bounds the attempts one statement records (9 values each:
@@ -1017,12 +1072,13 @@ const attemptChunk = 500
 // recordAttempts updates, in one statement, the delivery of each of
 // attempts whose lease is still its Owner's (state, count, last attempt,
 // lease released), and adds it to recorded (delivery id -> endpoint).
-// The attempts' values are a VALUES list joined to the deliveries
+// The records of those that ended (delivered, dead) are added to ended
+// (endpoint -> records). The attempts' values are a VALUES list joined to the deliveries
 // (UPDATE ... FROM, on both databases); its first row names the columns'
 // types, which PostgreSQL would otherwise take for text. SQLite reads
 // those casts by affinity (timestamptz: numeric, and its times are
 // integers), so the same text serves both.
-func (s *Store) recordAttempts(ctx context.Context, tx Tx, attempts []resourceapi.WebhookAttempt, recorded map[int64]int64) error {
+func (s *Store) recordAttempts(ctx context.Context, tx Tx, attempts []resourceapi.WebhookAttempt, recorded map[int64]int64, ended map[int64][]string) error {
 	q := s.newQuery()
 	q.WriteString("WITH a (did, holder, state, status, latency, response, tried, due, delivered) AS (VALUES ")
 	for i, a := range attempts {
@@ -1049,7 +1105,7 @@ func (s *Store) recordAttempts(ctx context.Context, tx Tx, attempts []resourceap
 	q.WriteString(") UPDATE webhook_deliveries SET state = a.state, attempts = attempts + 1, last_status = a.status, last_latency_ms = a.latency," +
 		" last_response = a.response, last_attempt_at = a.tried, first_attempt_at = COALESCE(first_attempt_at, a.tried), next_attempt_at = a.due," +
 		" delivered_at = a.delivered, lease_owner = '', lease_until = NULL FROM a WHERE webhook_deliveries.id = a.did" +
-		" AND webhook_deliveries.lease_owner = a.holder RETURNING webhook_deliveries.id, webhook_deliveries.webhook_id")
+		" AND webhook_deliveries.lease_owner = a.holder RETURNING webhook_deliveries.id, webhook_deliveries.webhook_id, webhook_deliveries.record_key, webhook_deliveries.state")
 	rows, err := tx.QueryContext(ctx, q.String(), q.args...)
 	if err != nil {
 		return err
@@ -1057,10 +1113,14 @@ func (s *Store) recordAttempts(ctx context.Context, tx Tx, attempts []resourceap
 	defer rows.Close()
 	for rows.Next() {
 		var id, hook int64
-		if err := rows.Scan(&id, &hook); err != nil {
+		var record, state string
+		if err := rows.Scan(&id, &hook, &record, &state); err != nil {
 			return err
 		}
 		recorded[id] = hook
+		if state != resourceapi.DeliveryPending {
+			ended[hook] = append(ended[hook], record)
+		}
 	}
 	return rows.Err()
 }

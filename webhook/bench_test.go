@@ -27,6 +27,7 @@ import (
 	"github.com/resourceapi/resourceapi/postgres/pgtest"
 	"github.com/resourceapi/resourceapi/relay"
 	"github.com/resourceapi/resourceapi/sqlite"
+	"github.com/resourceapi/resourceapi/sqlstore"
 	"github.com/resourceapi/resourceapi/webhook"
 )
 
@@ -79,7 +80,7 @@ func benchServiceMode(b *testing.B, store string, receiver *outOfProcessReceiver
 	case "postgres":
 		db, err = postgres.Open(context.Background(), pgtest.NewDatabase(b), postgres.Options{})
 	default:
-		db, err = sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlite.Options{})
+		db, err = sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlite.Options{Trace: roundStatements.trace})
 	}
 	if err != nil {
 		b.Fatal(err)
@@ -129,6 +130,24 @@ func benchServiceMode(b *testing.B, store string, receiver *outOfProcessReceiver
 		commits = c.WriteTransactions
 	}
 	return service, counter, commits, start
+}
+
+// roundStatements times the statements of the worker's rounds inside the
+// writer's transactions (on SQLite a request's, which commits after them):
+// those run under sqlstore.Beside.
+var roundStatements statementClock
+
+type statementClock struct{ n, ns atomic.Int64 }
+
+func (c *statementClock) trace(ctx context.Context, _ string) (context.Context, func(error)) {
+	if _, ok := sqlstore.BesideOf(ctx); !ok {
+		return ctx, func(error) {}
+	}
+	start := time.Now()
+	return ctx, func(error) {
+		c.n.Add(1)
+		c.ns.Add(int64(time.Since(start)))
+	}
 }
 
 // discardTransport answers every request 204 at once, without a
@@ -329,6 +348,7 @@ func BenchmarkWriteWithWebhook(b *testing.B) {
 				service, counter, commits, start := benchServiceMode(b, store, bc.srv, bc.mode)
 				conns0, requests0 := receiver.stats()
 				commits0 := commits()
+				rounds0, roundsNs0 := roundStatements.n.Load(), roundStatements.ns.Load()
 				cpu0 := cpuTime()
 				b.ResetTimer()
 				for i := range b.N {
@@ -338,6 +358,12 @@ func BenchmarkWriteWithWebhook(b *testing.B) {
 				}
 				b.StopTimer()
 				cpu := cpuTime() - cpu0
+				if store == "sqlite" {
+					// the rounds' statements inside the writes'
+					// transactions, per write: what a write waits for
+					b.ReportMetric(float64(roundStatements.n.Load()-rounds0)/float64(b.N), "round-stmts/op")
+					b.ReportMetric(float64(roundStatements.ns.Load()-roundsNs0)/1e6/float64(b.N), "round-stmt-ms/op")
+				}
 				if bc.mode == deliverPaused {
 					// The writes ran with an endpoint and no delivery;
 					// now the worker catches up: the time it takes, per
