@@ -11,3 +11,38 @@ func (db *DB) PlansOf(ctx context.Context, like string) (custom, generic int64, 
 		FROM pg_prepared_statements WHERE statement LIKE $1`, like).Scan(&custom, &generic)
 	return custom, generic, err
 }
+
+// HoldBatches takes every connection of the batch of one-row reads
+// (rowbatch.go), so that the batches that follow wait for one; release
+// gives them back.
+func (db *DB) HoldBatches(ctx context.Context) (release func(), err error) {
+	var held []func()
+	release = func() {
+		for _, r := range held {
+			r()
+		}
+	}
+	for range db.batch.max {
+		c, err := db.batch.pool.Acquire(ctx)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		held = append(held, c.Release)
+	}
+	return release, nil
+}
+
+// BatchCounts returns how many one-row reads have come to the batch and
+// how many pipelines it has sent.
+func (db *DB) BatchCounts() (arrived, sent int64) {
+	db.batch.mu.Lock()
+	defer db.batch.mu.Unlock()
+	return db.batch.arrived, db.batch.sent
+}
+
+// BatchedRow runs query through the batch of one-row reads and scans its
+// row into dest.
+func (db *DB) BatchedRow(ctx context.Context, query string, args []any, dest ...any) error {
+	return db.batch.queryRow(ctx, db.pool, query, args).Scan(dest...)
+}

@@ -27,6 +27,9 @@ type pool struct {
 	// pool's own wait runs under sqlstore.Detach, which does not end when
 	// the caller leaves).
 	slots chan struct{}
+	// batch, when not nil, runs the one-row statements of reads
+	// (rowbatch.go).
+	batch *rowBatch
 }
 
 var (
@@ -60,20 +63,75 @@ func lost(ctx context.Context, err error) bool {
 // interrupt them (pgx would close the connection of a statement it
 // interrupts).
 func (p *pool) Read(ctx context.Context, fn func(ctx context.Context, q sqlstore.Querier) error) error {
-	release, err := p.acquire(ctx)
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	defer release()
 	sctx, cancel := sqlstore.Detach(ctx)
 	defer cancel()
-	q := querier{q: p.pool, plans: true}
-	err = fn(sctx, q)
+	q := &readQuerier{p: p, caller: ctx}
+	defer q.release()
+	err := fn(sctx, q)
 	if !lost(sctx, err) {
 		return err
 	}
 	p.pool.Reset()
+	if p.batch != nil {
+		p.batch.pool.Reset()
+	}
 	return fn(sctx, q)
+}
+
+// readQuerier is the Querier of a Read. A statement on the pool takes a
+// slot first, once for the whole read, with the caller's context (a caller
+// that hangs up while it waits leaves without running anything); a
+// one-row statement goes to the batch of one-row reads when there is one
+// (rowBatch), which needs no slot: it runs on the batch's connections.
+type readQuerier struct {
+	p      *pool
+	caller context.Context
+	free   func() // the slot's release, once taken
+}
+
+func (q *readQuerier) slot() error {
+	if q.free != nil {
+		return nil
+	}
+	free, err := q.p.acquire(q.caller)
+	if err != nil {
+		return err
+	}
+	q.free = free
+	return nil
+}
+
+func (q *readQuerier) release() {
+	if q.free != nil {
+		q.free()
+	}
+}
+
+func (q *readQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if err := q.slot(); err != nil {
+		return nil, err
+	}
+	return querier{q: q.p.pool, plans: true}.ExecContext(ctx, query, args...)
+}
+
+func (q *readQuerier) QueryContext(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	if err := q.slot(); err != nil {
+		return nil, err
+	}
+	return querier{q: q.p.pool, plans: true}.QueryContext(ctx, query, args...)
+}
+
+func (q *readQuerier) QueryRowContext(ctx context.Context, query string, args ...any) sqlstore.Row {
+	if q.p.batch != nil {
+		return q.p.batch.queryRow(ctx, q.p.pool, query, args)
+	}
+	if err := q.slot(); err != nil {
+		return errRow{err}
+	}
+	return querier{q: q.p.pool, plans: true}.QueryRowContext(ctx, query, args...)
 }
 
 // Write implements sqlstore.Writer. The caller's context can end the write

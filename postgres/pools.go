@@ -3,11 +3,12 @@ package postgres
 import "database/sql"
 
 // Pools returns the statistics of the database's connection pool by name,
-// for metrics, in database/sql's terms.
+// for metrics, in database/sql's terms: the store's pool and the
+// connections of its batch of one-row reads (rowbatch.go) count as one.
 func (db *DB) Pools() map[string]func() sql.DBStats {
 	return map[string]func() sql.DBStats{"postgres": func() sql.DBStats {
 		s := db.pool.Stat()
-		return sql.DBStats{
+		st := sql.DBStats{
 			MaxOpenConnections: int(s.MaxConns()),
 			OpenConnections:    int(s.TotalConns()),
 			InUse:              int(s.AcquiredConns()),
@@ -17,5 +18,17 @@ func (db *DB) Pools() map[string]func() sql.DBStats {
 			MaxIdleTimeClosed:  s.MaxIdleDestroyCount(),
 			MaxLifetimeClosed:  s.MaxLifetimeDestroyCount(),
 		}
+		if db.batch != nil {
+			b := db.batch.pool.Stat()
+			st.MaxOpenConnections += int(b.MaxConns())
+			st.OpenConnections += int(b.TotalConns())
+			st.InUse += int(b.AcquiredConns())
+			st.Idle += int(b.IdleConns())
+			st.WaitCount += b.EmptyAcquireCount()
+			st.WaitDuration += b.EmptyAcquireWaitTime()
+			st.MaxIdleTimeClosed += b.MaxIdleDestroyCount()
+			st.MaxLifetimeClosed += b.MaxLifetimeDestroyCount()
+		}
+		return st
 	}}
 }

@@ -70,8 +70,9 @@ const cancelGrace = 5 * time.Second
 // DB is a PostgreSQL database. It implements resourceapi.Store.
 type DB struct {
 	*sqlstore.Store
-	pool *pgxpool.Pool
-	solo *solo
+	pool  *pgxpool.Pool
+	batch *rowBatch // nil with fewer than 4 connections
+	solo  *solo
 }
 
 // Open connects to the database at url (postgres://...), brings its schema up
@@ -118,12 +119,31 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 			return pgx.ConnectConfig(ctx, connCfg.Copy())
 		}
 	}
+	// The batch of one-row reads (rowbatch.go) has connections of its own,
+	// taken from the pool's size: half of them.
+	var batchPool *pgxpool.Pool
+	if n := conns / 2; conns >= 4 {
+		bcfg := cfg.Copy()
+		bcfg.MaxConns, cfg.MaxConns = int32(n), int32(conns-n)
+		if batchPool, err = pgxpool.NewWithConfig(ctx, bcfg); err != nil {
+			return nil, fmt.Errorf("open postgres: %w", err)
+		}
+	}
 	pgxPool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
+		if batchPool != nil {
+			batchPool.Close()
+		}
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	if err := pgxPool.Ping(ctx); err != nil {
+	closePools := func() {
 		pgxPool.Close()
+		if batchPool != nil {
+			batchPool.Close()
+		}
+	}
+	if err := pgxPool.Ping(ctx); err != nil {
+		closePools()
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
 	fsys := opts.Migrations
@@ -136,10 +156,10 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	err = migrate(ctx, sqlDB, fsys)
 	sqlDB.Close()
 	if err != nil {
-		pgxPool.Close()
+		closePools()
 		return nil, err
 	}
-	p := &pool{pool: pgxPool, slots: make(chan struct{}, conns)}
+	p := &pool{pool: pgxPool, slots: make(chan struct{}, cfg.MaxConns)}
 	scfg := sqlstore.Config{
 		Reader: p, Writer: p, Dialect: dialect{}, Now: opts.Now,
 		OnStatement: opts.OnStatement, Trace: opts.Trace, Logger: opts.Logger,
@@ -148,7 +168,7 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		// Registered before the first read: from here on, no other
 		// instance becomes the holder while this one lives.
 		if err := so.register(ctx); err != nil {
-			pgxPool.Close()
+			closePools()
 			return nil, fmt.Errorf("open postgres: register: %w", err)
 		}
 		scfg.CacheRecords, scfg.ForeignCommits = opts.CacheRecords, so.commits
@@ -157,7 +177,10 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		}
 		so.start()
 	}
-	return &DB{Store: sqlstore.New(scfg), pool: pgxPool, solo: so}, nil
+	if batchPool != nil {
+		p.batch = newRowBatch(batchPool) // last: its senders stop with DB.Close
+	}
+	return &DB{Store: sqlstore.New(scfg), pool: pgxPool, batch: p.batch, solo: so}, nil
 }
 
 // Holding reports whether the store serves reads from its record cache
@@ -217,5 +240,8 @@ func (db *DB) Close() error {
 		db.solo.close()
 	}
 	db.pool.Close()
+	if db.batch != nil {
+		db.batch.close()
+	}
 	return nil
 }
