@@ -125,7 +125,7 @@ func (q *readQuerier) QueryContext(ctx context.Context, query string, args ...an
 }
 
 func (q *readQuerier) QueryRowContext(ctx context.Context, query string, args ...any) sqlstore.Row {
-	if q.p.batch != nil {
+	if q.p.batch != nil && sqlstore.OneRow(ctx) {
 		return q.p.batch.queryRow(ctx, q.p.pool, query, args)
 	}
 	if err := q.slot(); err != nil {

@@ -484,6 +484,17 @@ func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource,
 
 type genericPlanKey struct{}
 
+type oneRowKey struct{}
+
+// OneRow reports whether the statement run with ctx is a record's lookup
+// by id (Get), which never waits for a lock: a Reader may send it in one
+// pipeline with other callers' (postgres batches them). Other one-row
+// statements (the relay's horizon waits for transactions) run alone.
+func OneRow(ctx context.Context) bool {
+	v, _ := ctx.Value(oneRowKey{}).(bool)
+	return v
+}
+
 // GenericPlan reports whether the statement run with ctx should use its
 // prepared statement's generic plan, made once per connection, rather than
 // a plan made for its values at every run. The store asks for it where the
@@ -862,7 +873,7 @@ func (s *Store) Get(ctx context.Context, res *resourceapi.Resource, id int64) (r
 	var rec resourceapi.Record // declared here, so that a hit allocates nothing
 	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
 		var err error
-		rec, err = s.get(ctx, q, res, id, "", s.identityCheck(ctx))
+		rec, err = s.get(context.WithValue(ctx, oneRowKey{}, true), q, res, id, "", s.identityCheck(ctx))
 		return err
 	})
 	if err != nil {
