@@ -389,6 +389,16 @@ measure() {
 
 say "load: wrk -t1 -c$conns, $warmup warm-up, $duration measured, $rounds rounds"
 for round in $(seq "$rounds"); do
+	# Each round's writes (pg-post, pg-patch) leave thousands of new and
+	# dead row versions, and this machine's PostgreSQL runs with autovacuum
+	# off: without a VACUUM the next round's deep pages read the heap for
+	# most index entries they skip (4-6x PostgreSQL's CPU a page;
+	# docs/performance.md, "pagerand"). A VACUUM ANALYZE before every round
+	# stands in for the autovacuum a production server runs.
+	if [ "$round" -gt 1 ]; then
+		timeout 300 psql -h 127.0.0.1 -U root -d "$pg_db" -q -c "VACUUM ANALYZE"
+		[ -z "$baseline" ] || timeout 300 psql -h 127.0.0.1 -U root -d "$bpg_db" -q -c "VACUUM ANALYZE"
+	fi
 	say "round $round: load average $(load_average)"
 	echo "# round $round: $(uptime)" >>"$out/results.txt"
 	for w in "${workloads[@]}"; do
