@@ -65,6 +65,7 @@ type config struct {
 	// otelVariables); tracing is on when they name an OTLP endpoint.
 	OTel map[string]string
 
+	WebhooksDeliver      bool          // RESOURCEAPI_WEBHOOKS_DELIVER: whether this instance runs the webhook worker (fan-out, claims, attempts, housekeeping)
 	WebhooksAllowHTTP    bool          // RESOURCEAPI_WEBHOOKS_ALLOW_HTTP: accept plain http endpoint URLs
 	WebhooksAllowPrivate bool          // RESOURCEAPI_WEBHOOKS_ALLOW_PRIVATE: let deliveries reach loopback, private and link-local addresses
 	WebhooksBackoff      time.Duration // RESOURCEAPI_WEBHOOKS_BACKOFF: the wait before the first retry (then doubled, with jitter)
@@ -105,6 +106,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		EventsStreamLength: redis.DefaultStreamLength,
 
 		IdempotencyRetention: resourceapi.DefaultIdempotencyRetention,
+		WebhooksDeliver:      true,
 		WebhooksRetryPeriod:  webhook.DefaultBackoff.Period,
 		WebhooksBackoff:      webhook.DefaultBackoff.First,
 		WebhooksBackoffMax:   webhook.DefaultBackoff.Max,
@@ -271,7 +273,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 	for _, b := range []struct {
 		name string
 		dst  *bool
-	}{{"RESOURCEAPI_WEBHOOKS_ALLOW_HTTP", &cfg.WebhooksAllowHTTP}, {"RESOURCEAPI_WEBHOOKS_ALLOW_PRIVATE", &cfg.WebhooksAllowPrivate}} {
+	}{{"RESOURCEAPI_WEBHOOKS_DELIVER", &cfg.WebhooksDeliver}, {"RESOURCEAPI_WEBHOOKS_ALLOW_HTTP", &cfg.WebhooksAllowHTTP},
+		{"RESOURCEAPI_WEBHOOKS_ALLOW_PRIVATE", &cfg.WebhooksAllowPrivate}} {
 		if v := strings.TrimSpace(getenv(b.name)); v != "" {
 			on, err := strconv.ParseBool(v)
 			if err != nil {

@@ -50,6 +50,7 @@ func TestConfigErrors(t *testing.T) {
 		"grace":     {"RESOURCEAPI_OAUTH_REFRESH_REUSE_GRACE": "2m"},
 		"grace<0":   {"RESOURCEAPI_OAUTH_REFRESH_REUSE_GRACE": "-1s"},
 		"relay":     {"RESOURCEAPI_EVENTS_RELAY": "sometimes"},
+		"deliver":   {"RESOURCEAPI_WEBHOOKS_DELIVER": "sometimes"},
 		"poll":      {"RESOURCEAPI_EVENTS_POLL": "1ms"},
 		"retain":    {"RESOURCEAPI_EVENTS_RETENTION": "0s"},
 		"retry":     {"RESOURCEAPI_WEBHOOKS_RETRY_PERIOD": "soon"},
@@ -293,4 +294,19 @@ func TestServeEventsShutdown(t *testing.T) {
 		}
 	}
 	mustNoGoroutinesOver(t, before)
+}
+
+// TestWebhooksDeliverSetting: delivery is on by default, off with false,
+// and anything else is refused by name.
+func TestWebhooksDeliverSetting(t *testing.T) {
+	for v, want := range map[string]bool{"": true, "true": true, "false": false, "0": false} {
+		cfg, err := loadConfig(env(map[string]string{"RESOURCEAPI_WEBHOOKS_DELIVER": v}))
+		if err != nil || cfg.WebhooksDeliver != want {
+			t.Errorf("RESOURCEAPI_WEBHOOKS_DELIVER=%q: %v, %v; want %v", v, cfg.WebhooksDeliver, err, want)
+		}
+	}
+	_, err := loadConfig(env(map[string]string{"RESOURCEAPI_WEBHOOKS_DELIVER": "paused"}))
+	if err == nil || !strings.Contains(err.Error(), "RESOURCEAPI_WEBHOOKS_DELIVER must be true or false") {
+		t.Errorf("RESOURCEAPI_WEBHOOKS_DELIVER=paused: %v, want it refused by name", err)
+	}
 }

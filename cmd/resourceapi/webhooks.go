@@ -26,10 +26,17 @@ func setWebhookPolicy(cfg config, service *resourceapi.Service) {
 
 // startWebhooks runs the delivery worker until ctx ends; the function it
 // returns waits for it to stop (its attempts under way end within the
-// timeout).
+// timeout). With RESOURCEAPI_WEBHOOKS_DELIVER=false it runs none: the
+// instance serves /api/webhooks and records events as before, and the
+// instances with delivery on (PostgreSQL) fan them out and deliver them,
+// or, where none runs (SQLite's one instance), they wait in the outbox.
 func startWebhooks(ctx context.Context, cfg config, store any, service *resourceapi.Service, events resourceapi.Events, log *slog.Logger) func() {
 	ws, ok := store.(resourceapi.WebhookStore)
 	if !ok {
+		return func() {}
+	}
+	if !cfg.WebhooksDeliver {
+		logDeliveryOff(cfg, log)
 		return func() {}
 	}
 	w := &webhook.Worker{
@@ -50,4 +57,18 @@ func startWebhooks(ctx context.Context, cfg config, store any, service *resource
 		_ = w.Run(ctx)
 	}()
 	return func() { cancel(); wg.Wait() }
+}
+
+// logDeliveryOff says at start that this instance delivers no webhook, and,
+// on SQLite, where no other instance can, that delivery is paused and for
+// how long the outbox keeps the events waiting for it.
+func logDeliveryOff(cfg config, log *slog.Logger) {
+	if cfg.postgres() {
+		log.Info("webhooks: delivery is off on this instance (RESOURCEAPI_WEBHOOKS_DELIVER=false); instances with it on deliver")
+		return
+	}
+	log.Warn("webhooks: delivery is paused (RESOURCEAPI_WEBHOOKS_DELIVER=false) and no other instance delivers on SQLite: "+
+		"events wait in the outbox and are delivered when the server runs with it on again, "+
+		"but events older than the outbox retention are purged before they reach an endpoint",
+		"outbox_retention", cfg.outboxRetention().String())
 }
