@@ -40,7 +40,8 @@ const (
 )
 
 // Worker delivers the events of the outbox to the webhook endpoints, on
-// every instance: it fans each committed event out once into a delivery per
+// every instance that runs one (all, unless RESOURCEAPI_WEBHOOKS_DELIVER
+// keeps it off the instances that serve requests): it fans each committed event out once into a delivery per
 // matching endpoint (the body: the record as an admin may see it, by the
 // rule layer's EventFor), claims due deliveries under a lease in the
 // database (a dead instance's lease expires and another takes them), sends
