@@ -16,10 +16,9 @@ import (
 // stay in the delivery log beside the one that succeeded.
 const deliverOff = "RESOURCEAPI_WEBHOOKS_DELIVER=false"
 
-// checkDeliveredOnce waits until endpoint hook's log on p shows n
-// deliveries delivered, then checks that each took one attempt (the 204)
-// and reached r once, and that they are the creations of n records.
-func checkDeliveredOnce(t *testing.T, p *process, key string, hook int64, n int, r *hookReceiver) {
+// waitDelivered waits until endpoint hook's delivery log on p lists n
+// deliveries, every one delivered, and returns them.
+func waitDelivered(t *testing.T, p *process, key string, hook int64, n int) []any {
 	t.Helper()
 	path := fmt.Sprintf("/api/webhooks/%d/deliveries?limit=1000", hook)
 	var data []any
@@ -36,7 +35,15 @@ func checkDeliveredOnce(t *testing.T, p *process, key string, hook int64, n int,
 		}
 		return true
 	})
-	for _, item := range data {
+	return data
+}
+
+// checkDeliveredOnce waits until endpoint hook's log on p shows n
+// deliveries delivered, then checks that each took one attempt (the 204)
+// and reached r once, and that they are the creations of n records.
+func checkDeliveredOnce(t *testing.T, p *process, key string, hook int64, n int, r *hookReceiver) {
+	t.Helper()
+	for _, item := range waitDelivered(t, p, key, hook, n) {
 		d := item.(map[string]any)
 		attempts, _ := d["attempt_log"].([]any)
 		if len(attempts) != 1 || attempts[0].(map[string]any)["status"] != float64(204) {

@@ -276,23 +276,9 @@ func TestWebhooksTwoInstances(t *testing.T) {
 	// Delivered, as the delivery log says (a request the dead instance
 	// sent reached the receiver, but its answer did not reach the
 	// instance).
-	hookPath := fmt.Sprintf("/api/webhooks/%d/deliveries?limit=1000", int64(hook["id"].(float64)))
-	waitUntil(t, "every delivery recorded as delivered", func() bool {
-		status, log := request(t, b, "GET", hookPath, "", withKey(key))
-		data, _ := log["data"].([]any)
-		if status != 200 || len(data) != n {
-			return false
-		}
-		for _, d := range data {
-			if d.(map[string]any)["state"] != "delivered" {
-				return false
-			}
-		}
-		return true
-	})
+	delivered := waitDelivered(t, b, key, int64(hook["id"].(float64)), n)
 	// The log keeps each delivery's every attempt, the last one the 204.
-	_, log := request(t, b, "GET", hookPath, "", withKey(key))
-	for _, item := range log["data"].([]any) {
+	for _, item := range delivered {
 		d := item.(map[string]any)
 		attempts, _ := d["attempt_log"].([]any)
 		if len(attempts) == 0 || float64(len(attempts)) != d["attempts"].(float64) ||
