@@ -54,6 +54,11 @@ func (g Generic) Delete(ctx context.Context, res *resourceapi.Resource, id strin
 // priced by a cost kept from an earlier request).
 func Priced(h *Handler) int64 { return h.costs.priced.Load() }
 
+// Collected returns how many selection sets h had gqlgen collect the
+// fields of (the others were kept from an earlier request of the same
+// document).
+func Collected(h *Handler) int64 { return h.fields.collected.Load() }
+
 // ParseEnvelope is parseEnvelope: the parameters of a POST body in the
 // common shape, or ok false.
 func ParseEnvelope(body []byte) (query, operationName string, variables, extensions map[string]any, ok bool) {

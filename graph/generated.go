@@ -12631,7 +12631,7 @@ func (ec *executionContext) unmarshalInputReviewInput(ctx context.Context, obj a
 var aPIKeyImplementors = []string{"APIKey"}
 
 func (ec *executionContext) _APIKey(ctx context.Context, sel ast.SelectionSet, obj map[string]any) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, aPIKeyImplementors)
+	fields := ec.collectFields(sel, aPIKeyImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -12729,12 +12729,14 @@ func (ec *executionContext) _APIKey(ctx context.Context, sel ast.SelectionSet, o
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -12742,7 +12744,7 @@ func (ec *executionContext) _APIKey(ctx context.Context, sel ast.SelectionSet, o
 var aPIKeyPageImplementors = []string{"APIKeyPage"}
 
 func (ec *executionContext) _APIKeyPage(ctx context.Context, sel ast.SelectionSet, obj map[string]any) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, aPIKeyPageImplementors)
+	fields := ec.collectFields(sel, aPIKeyPageImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -12787,12 +12789,14 @@ func (ec *executionContext) _APIKeyPage(ctx context.Context, sel ast.SelectionSe
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -12800,7 +12804,7 @@ func (ec *executionContext) _APIKeyPage(ctx context.Context, sel ast.SelectionSe
 var adminDataImplementors = []string{"AdminData"}
 
 func (ec *executionContext) _AdminData(ctx context.Context, sel ast.SelectionSet, obj *AdminData) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, adminDataImplementors)
+	fields := ec.collectFields(sel, adminDataImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -12835,12 +12839,14 @@ func (ec *executionContext) _AdminData(ctx context.Context, sel ast.SelectionSet
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -12848,7 +12854,7 @@ func (ec *executionContext) _AdminData(ctx context.Context, sel ast.SelectionSet
 var articleImplementors = []string{"Article"}
 
 func (ec *executionContext) _Article(ctx context.Context, sel ast.SelectionSet, obj map[string]any) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, articleImplementors)
+	fields := ec.collectFields(sel, articleImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -12979,12 +12985,14 @@ func (ec *executionContext) _Article(ctx context.Context, sel ast.SelectionSet, 
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -12992,7 +13000,7 @@ func (ec *executionContext) _Article(ctx context.Context, sel ast.SelectionSet, 
 var articlePageImplementors = []string{"ArticlePage"}
 
 func (ec *executionContext) _ArticlePage(ctx context.Context, sel ast.SelectionSet, obj map[string]any) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, articlePageImplementors)
+	fields := ec.collectFields(sel, articlePageImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -13037,12 +13045,14 @@ func (ec *executionContext) _ArticlePage(ctx context.Context, sel ast.SelectionS
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -13050,7 +13060,7 @@ func (ec *executionContext) _ArticlePage(ctx context.Context, sel ast.SelectionS
 var commentImplementors = []string{"Comment"}
 
 func (ec *executionContext) _Comment(ctx context.Context, sel ast.SelectionSet, obj map[string]any) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, commentImplementors)
+	fields := ec.collectFields(sel, commentImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -13176,12 +13186,14 @@ func (ec *executionContext) _Comment(ctx context.Context, sel ast.SelectionSet, 
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -13189,7 +13201,7 @@ func (ec *executionContext) _Comment(ctx context.Context, sel ast.SelectionSet, 
 var commentPageImplementors = []string{"CommentPage"}
 
 func (ec *executionContext) _CommentPage(ctx context.Context, sel ast.SelectionSet, obj map[string]any) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, commentPageImplementors)
+	fields := ec.collectFields(sel, commentPageImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -13234,12 +13246,14 @@ func (ec *executionContext) _CommentPage(ctx context.Context, sel ast.SelectionS
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -13247,7 +13261,7 @@ func (ec *executionContext) _CommentPage(ctx context.Context, sel ast.SelectionS
 var mutationImplementors = []string{"Mutation"}
 
 func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, mutationImplementors)
+	fields := ec.collectFields(sel, mutationImplementors)
 	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{
 		Object: "Mutation",
 	})
@@ -13464,12 +13478,14 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -13477,7 +13493,7 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 var oAuthClientImplementors = []string{"OAuthClient"}
 
 func (ec *executionContext) _OAuthClient(ctx context.Context, sel ast.SelectionSet, obj map[string]any) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, oAuthClientImplementors)
+	fields := ec.collectFields(sel, oAuthClientImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -13585,12 +13601,14 @@ func (ec *executionContext) _OAuthClient(ctx context.Context, sel ast.SelectionS
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -13598,7 +13616,7 @@ func (ec *executionContext) _OAuthClient(ctx context.Context, sel ast.SelectionS
 var oAuthClientPageImplementors = []string{"OAuthClientPage"}
 
 func (ec *executionContext) _OAuthClientPage(ctx context.Context, sel ast.SelectionSet, obj map[string]any) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, oAuthClientPageImplementors)
+	fields := ec.collectFields(sel, oAuthClientPageImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -13643,12 +13661,14 @@ func (ec *executionContext) _OAuthClientPage(ctx context.Context, sel ast.Select
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -13656,7 +13676,7 @@ func (ec *executionContext) _OAuthClientPage(ctx context.Context, sel ast.Select
 var orderImplementors = []string{"Order"}
 
 func (ec *executionContext) _Order(ctx context.Context, sel ast.SelectionSet, obj map[string]any) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, orderImplementors)
+	fields := ec.collectFields(sel, orderImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -13749,12 +13769,14 @@ func (ec *executionContext) _Order(ctx context.Context, sel ast.SelectionSet, ob
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -13762,7 +13784,7 @@ func (ec *executionContext) _Order(ctx context.Context, sel ast.SelectionSet, ob
 var orderItemImplementors = []string{"OrderItem"}
 
 func (ec *executionContext) _OrderItem(ctx context.Context, sel ast.SelectionSet, obj map[string]any) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, orderItemImplementors)
+	fields := ec.collectFields(sel, orderItemImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -13797,12 +13819,14 @@ func (ec *executionContext) _OrderItem(ctx context.Context, sel ast.SelectionSet
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -13810,7 +13834,7 @@ func (ec *executionContext) _OrderItem(ctx context.Context, sel ast.SelectionSet
 var orderPageImplementors = []string{"OrderPage"}
 
 func (ec *executionContext) _OrderPage(ctx context.Context, sel ast.SelectionSet, obj map[string]any) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, orderPageImplementors)
+	fields := ec.collectFields(sel, orderPageImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -13855,12 +13879,14 @@ func (ec *executionContext) _OrderPage(ctx context.Context, sel ast.SelectionSet
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -13868,7 +13894,7 @@ func (ec *executionContext) _OrderPage(ctx context.Context, sel ast.SelectionSet
 var postImplementors = []string{"Post"}
 
 func (ec *executionContext) _Post(ctx context.Context, sel ast.SelectionSet, obj *Post) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, postImplementors)
+	fields := ec.collectFields(sel, postImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -13946,12 +13972,14 @@ func (ec *executionContext) _Post(ctx context.Context, sel ast.SelectionSet, obj
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -13959,7 +13987,7 @@ func (ec *executionContext) _Post(ctx context.Context, sel ast.SelectionSet, obj
 var postPageImplementors = []string{"PostPage"}
 
 func (ec *executionContext) _PostPage(ctx context.Context, sel ast.SelectionSet, obj map[string]any) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, postPageImplementors)
+	fields := ec.collectFields(sel, postPageImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -14004,12 +14032,14 @@ func (ec *executionContext) _PostPage(ctx context.Context, sel ast.SelectionSet,
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -14017,7 +14047,7 @@ func (ec *executionContext) _PostPage(ctx context.Context, sel ast.SelectionSet,
 var productImplementors = []string{"Product"}
 
 func (ec *executionContext) _Product(ctx context.Context, sel ast.SelectionSet, obj map[string]any) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, productImplementors)
+	fields := ec.collectFields(sel, productImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -14105,12 +14135,14 @@ func (ec *executionContext) _Product(ctx context.Context, sel ast.SelectionSet, 
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -14118,7 +14150,7 @@ func (ec *executionContext) _Product(ctx context.Context, sel ast.SelectionSet, 
 var productPageImplementors = []string{"ProductPage"}
 
 func (ec *executionContext) _ProductPage(ctx context.Context, sel ast.SelectionSet, obj map[string]any) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, productPageImplementors)
+	fields := ec.collectFields(sel, productPageImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -14163,12 +14195,14 @@ func (ec *executionContext) _ProductPage(ctx context.Context, sel ast.SelectionS
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -14176,7 +14210,7 @@ func (ec *executionContext) _ProductPage(ctx context.Context, sel ast.SelectionS
 var queryImplementors = []string{"Query"}
 
 func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, queryImplementors)
+	fields := ec.collectFields(sel, queryImplementors)
 	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{
 		Object: "Query",
 	})
@@ -14724,12 +14758,14 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -14737,7 +14773,7 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 var reviewImplementors = []string{"Review"}
 
 func (ec *executionContext) _Review(ctx context.Context, sel ast.SelectionSet, obj map[string]any) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, reviewImplementors)
+	fields := ec.collectFields(sel, reviewImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -14868,12 +14904,14 @@ func (ec *executionContext) _Review(ctx context.Context, sel ast.SelectionSet, o
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -14881,7 +14919,7 @@ func (ec *executionContext) _Review(ctx context.Context, sel ast.SelectionSet, o
 var reviewPageImplementors = []string{"ReviewPage"}
 
 func (ec *executionContext) _ReviewPage(ctx context.Context, sel ast.SelectionSet, obj map[string]any) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, reviewPageImplementors)
+	fields := ec.collectFields(sel, reviewPageImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -14926,12 +14964,14 @@ func (ec *executionContext) _ReviewPage(ctx context.Context, sel ast.SelectionSe
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -14939,7 +14979,7 @@ func (ec *executionContext) _ReviewPage(ctx context.Context, sel ast.SelectionSe
 var subscriptionImplementors = []string{"Subscription"}
 
 func (ec *executionContext) _Subscription(ctx context.Context, sel ast.SelectionSet) func(ctx context.Context) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, subscriptionImplementors)
+	fields := ec.collectFields(sel, subscriptionImplementors)
 	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{
 		Object: "Subscription",
 	})
@@ -15011,7 +15051,7 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 var userImplementors = []string{"User"}
 
 func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj *User) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, userImplementors)
+	fields := ec.collectFields(sel, userImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -15165,12 +15205,14 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -15178,7 +15220,7 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 var userPageImplementors = []string{"UserPage"}
 
 func (ec *executionContext) _UserPage(ctx context.Context, sel ast.SelectionSet, obj map[string]any) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, userPageImplementors)
+	fields := ec.collectFields(sel, userPageImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -15223,12 +15265,14 @@ func (ec *executionContext) _UserPage(ctx context.Context, sel ast.SelectionSet,
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -15236,7 +15280,7 @@ func (ec *executionContext) _UserPage(ctx context.Context, sel ast.SelectionSet,
 var __DirectiveImplementors = []string{"__Directive"}
 
 func (ec *executionContext) ___Directive(ctx context.Context, sel ast.SelectionSet, obj *introspection.Directive) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, __DirectiveImplementors)
+	fields := ec.collectFields(sel, __DirectiveImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -15281,12 +15325,14 @@ func (ec *executionContext) ___Directive(ctx context.Context, sel ast.SelectionS
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -15294,7 +15340,7 @@ func (ec *executionContext) ___Directive(ctx context.Context, sel ast.SelectionS
 var __EnumValueImplementors = []string{"__EnumValue"}
 
 func (ec *executionContext) ___EnumValue(ctx context.Context, sel ast.SelectionSet, obj *introspection.EnumValue) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, __EnumValueImplementors)
+	fields := ec.collectFields(sel, __EnumValueImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -15334,12 +15380,14 @@ func (ec *executionContext) ___EnumValue(ctx context.Context, sel ast.SelectionS
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -15347,7 +15395,7 @@ func (ec *executionContext) ___EnumValue(ctx context.Context, sel ast.SelectionS
 var __FieldImplementors = []string{"__Field"}
 
 func (ec *executionContext) ___Field(ctx context.Context, sel ast.SelectionSet, obj *introspection.Field) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, __FieldImplementors)
+	fields := ec.collectFields(sel, __FieldImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -15397,12 +15445,14 @@ func (ec *executionContext) ___Field(ctx context.Context, sel ast.SelectionSet, 
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -15410,7 +15460,7 @@ func (ec *executionContext) ___Field(ctx context.Context, sel ast.SelectionSet, 
 var __InputValueImplementors = []string{"__InputValue"}
 
 func (ec *executionContext) ___InputValue(ctx context.Context, sel ast.SelectionSet, obj *introspection.InputValue) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, __InputValueImplementors)
+	fields := ec.collectFields(sel, __InputValueImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -15460,12 +15510,14 @@ func (ec *executionContext) ___InputValue(ctx context.Context, sel ast.Selection
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -15473,7 +15525,7 @@ func (ec *executionContext) ___InputValue(ctx context.Context, sel ast.Selection
 var __SchemaImplementors = []string{"__Schema"}
 
 func (ec *executionContext) ___Schema(ctx context.Context, sel ast.SelectionSet, obj *introspection.Schema) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, __SchemaImplementors)
+	fields := ec.collectFields(sel, __SchemaImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -15523,12 +15575,14 @@ func (ec *executionContext) ___Schema(ctx context.Context, sel ast.SelectionSet,
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -15536,7 +15590,7 @@ func (ec *executionContext) ___Schema(ctx context.Context, sel ast.SelectionSet,
 var __TypeImplementors = []string{"__Type"}
 
 func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, obj *introspection.Type) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, __TypeImplementors)
+	fields := ec.collectFields(sel, __TypeImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -15611,12 +15665,14 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 
 	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if len(deferLabelToView) > 0 {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }

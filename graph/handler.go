@@ -11,6 +11,8 @@ import (
 	"cmp"
 	"context"
 	"embed"
+	"encoding/json"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -20,8 +22,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/executor"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
+	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/resourceapi/resourceapi"
 )
@@ -174,7 +178,9 @@ type WebSocketOptions struct {
 type Handler struct {
 	cfg    Options
 	logger *slog.Logger
-	exec   *handler.Server
+	// exec is gqlgen's executor with graph's extensions: every operation,
+	// over HTTP or WebSocket, runs through it (see serve).
+	exec   *executor.Executor
 	sdl    []byte
 	assets http.Handler
 	users  *usersCache // nil: no users cache (see usercache.go)
@@ -192,6 +198,9 @@ type Handler struct {
 	subscriptions atomic.Int64
 	// costs is the complexity limit, with the costs it keeps.
 	costs *complexityLimit
+	// fields keeps the fields collected from the cached documents
+	// (fields.go).
+	fields *fieldsCache
 }
 
 //go:embed schema/*.graphqls
@@ -221,29 +230,36 @@ func New(cfg Options) *Handler {
 
 	costs := complexity()
 	es := NewExecutableSchema(Config{Resolvers: &resolver{h}, Complexity: costs})
-	srv := handler.New(es)
-	srv.AddTransport(wsTransport{h})
-	srv.AddTransport(httpTransport{h})
+	srv := executor.New(es)
 	cache := newQueryCache(cfg.QueryCacheSize)
 	srv.SetQueryCache(cache)
 	srv.SetParserTokenLimit(cfg.MaxTokens)
 	srv.SetErrorPresenter(h.presenter)
 	srv.SetRecoverFunc(h.recoverPanic)
+	h.costs = newComplexityLimit(cfg.ComplexityLimit, costs, 2*cfg.QueryCacheSize)
+	h.fields = newFieldsCache(2 * cfg.QueryCacheSize)
+	use := func(e graphql.HandlerExtension) {
+		if _, ok := e.(graphql.FieldInterceptor); ok {
+			panic(fmt.Sprintf("graph.New: %T is a field middleware, which fieldBudget would leave out", e))
+		}
+		srv.Use(e)
+	}
 	// The cost of a document is bounded before any resolver runs (see
 	// limits.go): its expanded size before validation, then its
 	// complexity, depth and introspection.
-	srv.Use(documentLimit{max: cfg.MaxFields, tokens: cfg.MaxTokens, cache: cache})
-	srv.Use(extension.Introspection{})
-	h.costs = newComplexityLimit(cfg.ComplexityLimit, costs, 2*cfg.QueryCacheSize)
-	srv.Use(h.costs)
-	srv.Use(depthLimit{max: cfg.MaxDepth})
-	srv.Use(introspectionLimit{max: cfg.MaxIntrospection, schema: es.Schema()})
+	use(documentLimit{max: cfg.MaxFields, tokens: cfg.MaxTokens, cache: cache})
+	use(extension.Introspection{})
+	use(h.costs)
+	use(depthLimit{max: cfg.MaxDepth})
+	use(introspectionLimit{max: cfg.MaxIntrospection, schema: es.Schema()})
 	// What each response reads and holds is bounded as it runs (budget.go).
 	srv.AroundResponses(h.aroundResponse)
 	if cfg.Observe != nil || cfg.Trace != nil {
-		srv.Use(observer{observe: cfg.Observe, trace: cfg.Trace})
+		use(observer{observe: cfg.Observe, trace: cfg.Trace})
 	}
-	srv.AroundFields(h.aroundField)
+	// Every field of every operation runs through aroundField (budget.go),
+	// as the operation's only field middleware.
+	use(fieldBudget{h.aroundField})
 	h.exec = srv
 	return h
 }
@@ -354,12 +370,37 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.serveGraphiQL(w, r)
 			return
 		}
-		h.exec.ServeHTTP(w, r)
+		h.serve(w, r)
 	case http.MethodPost:
-		h.exec.ServeHTTP(w, r)
+		h.serve(w, r)
 	default:
 		h.methodNotAllowed(w, "GET, POST, OPTIONS", r)
 	}
+}
+
+// serve runs a GET or POST of /graphql through gqlgen's executor, as
+// gqlgen's handler.Server would with wsTransport and httpTransport as its
+// transports: the operation's start time in the context
+// (graphql.StartOperationTrace), the upgrade to wsTransport and anything
+// else to httpTransport, and a panic that escapes either answered 500 with
+// the error presented. httpTransport is handed the context rather than a
+// copy of the request that holds it.
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		if err := recover(); err != nil {
+			err := h.exec.PresentRecoveredError(r.Context(), err)
+			gqlErr, _ := err.(*gqlerror.Error)
+			b, _ := json.Marshal(&graphql.Response{Errors: gqlerror.List{gqlErr}})
+			w.WriteHeader(http.StatusInternalServerError)
+			w.Write(b)
+		}
+	}()
+	ctx := graphql.StartOperationTrace(r.Context())
+	if ws := (wsTransport{h}); ws.Supports(r) {
+		ws.Do(w, r.WithContext(ctx), h.exec)
+		return
+	}
+	httpTransport{h}.do(ctx, w, r, h.exec)
 }
 
 func (h *Handler) methodNotAllowed(w http.ResponseWriter, allow string, r *http.Request) {

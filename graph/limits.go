@@ -551,6 +551,10 @@ type costKey struct {
 type opCost struct {
 	cost  int
 	fixed bool
+	// stats is what the operation's context is given as gqlgen's
+	// statistics (extension.GetComplexityStats): one value per document
+	// and operation, shared by its requests, which only read it.
+	stats *extension.ComplexityStats
 }
 
 var _ interface {
@@ -604,7 +608,7 @@ func (c *complexityLimit) MutateOperationContext(ctx context.Context, opCtx *gra
 	known, ok := c.costs[key]
 	c.mu.RUnlock()
 	if ok && known.fixed {
-		opCtx.Stats.SetExtension("ComplexityLimit", &extension.ComplexityStats{Complexity: known.cost, ComplexityLimit: c.limit})
+		opCtx.Stats.SetExtension("ComplexityLimit", known.stats)
 		if known.cost > c.limit {
 			return complexityOverError(known.cost, c.limit)
 		}
@@ -618,6 +622,7 @@ func (c *complexityLimit) MutateOperationContext(ctx context.Context, opCtx *gra
 	entry := opCost{fixed: c.fixedCost(opCtx)}
 	if stats, _ := opCtx.Stats.GetExtension("ComplexityLimit").(*extension.ComplexityStats); stats != nil {
 		entry.cost = stats.Complexity
+		entry.stats = &extension.ComplexityStats{Complexity: stats.Complexity, ComplexityLimit: c.limit}
 	} else {
 		entry.fixed = false
 	}

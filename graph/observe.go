@@ -40,7 +40,8 @@ func (o observer) InterceptOperation(ctx context.Context, next graphql.Operation
 	if o.trace != nil {
 		ctx, endSpan = o.trace(ctx, operation, name)
 	}
-	responses := next(context.WithValue(ctx, dispatchedKey{}, true))
+	oc.Stats.SetExtension(dispatchedStat, true)
+	responses := next(ctx)
 	first := true
 	return func(ctx context.Context) *graphql.Response {
 		resp := responses(ctx)
@@ -60,28 +61,34 @@ func (o observer) InterceptOperation(ctx context.Context, next graphql.Operation
 // dispatched as operations: refused before they ran.
 func (o observer) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
 	resp := next(ctx)
-	if ctx.Value(dispatchedKey{}) == nil && o.observe != nil {
-		operation := "unknown"
-		var start time.Time
-		if graphql.HasOperationContext(ctx) {
-			oc := graphql.GetOperationContext(ctx)
-			if oc.Operation != nil {
-				operation = string(oc.Operation.Operation)
-			}
-			start = oc.Stats.OperationStart
-		}
-		elapsed := time.Duration(0)
-		if !start.IsZero() {
-			elapsed = time.Since(start)
-		}
-		o.observe(operation, firstCode(resp), elapsed)
+	if o.observe == nil {
+		return resp
 	}
+	operation := "unknown"
+	var start time.Time
+	if graphql.HasOperationContext(ctx) {
+		oc := graphql.GetOperationContext(ctx)
+		if oc.Stats.GetExtension(dispatchedStat) != nil {
+			return resp // InterceptOperation reports it
+		}
+		if oc.Operation != nil {
+			operation = string(oc.Operation.Operation)
+		}
+		start = oc.Stats.OperationStart
+	}
+	elapsed := time.Duration(0)
+	if !start.IsZero() {
+		elapsed = time.Since(start)
+	}
+	o.observe(operation, firstCode(resp), elapsed)
 	return resp
 }
 
-// dispatchedKey marks the context of an operation that InterceptOperation
-// reports.
-type dispatchedKey struct{}
+// dispatchedStat marks, among the statistics of an operation's context,
+// an operation that InterceptOperation reports. A mark there costs no
+// allocation: the complexity limit's statistics made the map (a context
+// value would be one more per operation).
+const dispatchedStat = "observer.dispatched"
 
 // firstCode is the code of a response's first error, "" without one.
 func firstCode(resp *graphql.Response) string {

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -60,6 +61,11 @@ type requestError struct {
 }
 
 func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	t.do(r.Context(), w, r, exec)
+}
+
+// do is Do with the request's context given apart (Handler.serve).
+func (t httpTransport) do(ctx context.Context, w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
 	h := w.Header()
 	media, ok := negotiate(r.Header.Values("Accept"))
 	// Cache-Control, Vary (added to) and Content-Type (every answer from
@@ -97,7 +103,6 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	params.Headers = r.Header
 	params.ReadTime.Start = graphql.Now()
 	params.ReadTime.End = params.ReadTime.Start
-	ctx := r.Context()
 	opCtx, errs := exec.CreateOperationContext(ctx, params)
 	if errs == nil {
 		switch {

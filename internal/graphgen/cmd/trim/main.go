@@ -1,5 +1,6 @@
-// Command trim takes out of gqlgen's generated code two things it does per
-// operation or per field that graph has no use for. It is run in graph/
+// Command trim takes out of gqlgen's generated code what it does per
+// operation or per field that graph has no use for, or does once per
+// document instead. It is run in graph/
 // after gqlgen (see generate.go), on the file named by its argument
 // (generated.go).
 //
@@ -10,12 +11,20 @@
 //     build and the context value are removed, and trim fails when a Go
 //     file of graph (other than the generated ones) names
 //     UnmarshalInputFromContext.
+//   - Every object's fields are collected by ec.collectFields (graph's
+//     fields.go), which keeps them per cached document, instead of
+//     graphql.CollectFields, which collects them again for every
+//     operation.
+//   - Every object hands its deferred fields over
+//     (ec.ProcessDeferredGroup, which returns at once when there are none)
+//     with its path, which graphql.GetPath allocates: the hand-over is made
+//     only when the object has deferred fields.
 //   - Every scalar field's context is made with a new error
 //     (errors.New("field of type String does not have child fields")),
 //     which only a child of a scalar field would ever return: each becomes
 //     a package variable made once, with the same message.
 //
-// It fails when it finds neither, or either in another shape: gqlgen
+// It fails when it finds none of them, or one in another shape: gqlgen
 // changed, and what it does must be looked at again.
 package main
 
@@ -46,6 +55,11 @@ var (
 	build = regexp.MustCompile(`(?m)^\tinputUnmarshalMap := graphql\.BuildUnmarshalerMap\(\n(?:\t\tec\.unmarshalInput\w+,\n)+\t\)\n`)
 	// with is each use of it.
 	with = regexp.MustCompile(`(?m)^\t+ctx = graphql\.WithUnmarshalerMap\(ctx, inputUnmarshalMap\)\n`)
+	// collect is each collection of a selection set's fields.
+	collect = regexp.MustCompile(`graphql\.CollectFields\(ec\.OperationContext, `)
+	// group is the hand-over of an object's deferred fields, made (with
+	// the object's path, two allocations) whether or not it has any.
+	group = regexp.MustCompile(`(?m)^\tec\.ProcessDeferredGroup\(graphql\.DeferredGroup\{\n\t\tDefers: +deferLabelToView,\n\t\tPath: +graphql\.GetPath\(ctx\),\n\t\tFieldSet: +deferredFieldSet,\n\t\tContext: +ctx,\n\t\}\)\n`)
 	// leaf is the error of a scalar field's children.
 	leaf = regexp.MustCompile(`errors\.New\("field of type (\w+) does not have child fields"\)`)
 )
@@ -69,6 +83,18 @@ func run(path string) error {
 	if bytes.Contains(src, []byte("inputUnmarshalMap")) {
 		return fmt.Errorf("%s: inputUnmarshalMap is used in another way", path)
 	}
+
+	if n := len(collect.FindAllIndex(src, -1)); n == 0 || n != bytes.Count(src, []byte("CollectFields(")) {
+		return fmt.Errorf("%s: %d collections of fields of the expected shape", path, n)
+	}
+	src = collect.ReplaceAll(src, []byte("ec.collectFields("))
+
+	if n := len(group.FindAllIndex(src, -1)); n == 0 || n != bytes.Count(src, []byte("ProcessDeferredGroup(")) {
+		return fmt.Errorf("%s: %d hand-overs of deferred fields of the expected shape", path, n)
+	}
+	src = group.ReplaceAllFunc(src, func(m []byte) []byte {
+		return append(append([]byte("\tif len(deferLabelToView) > 0 {\n"), m...), "\t}\n"...)
+	})
 
 	var types []string
 	src = leaf.ReplaceAllFunc(src, func(m []byte) []byte {
