@@ -2,6 +2,7 @@ package graph
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -168,4 +169,17 @@ func (ec *executionContext) collectFields(sel ast.SelectionSet, satisfies []stri
 		c = r.h.fields
 	}
 	return c.collect(ec.OperationContext, sel, satisfies)
+}
+
+// deferredResults is the channel of an operation's deferred results, which
+// the generated Exec makes for every operation
+// (internal/graphgen/cmd/trim): nil for a document whose text does not
+// name defer, which has no @defer (a directive's name is a token of the
+// text as written) and so no deferred field. Exec only receives from it,
+// and ProcessDeferredGroup only sends to it, when a field was deferred.
+func deferredResults(oc *graphql.OperationContext) chan graphql.DeferredResult {
+	if strings.Contains(oc.RawQuery, "defer") {
+		return make(chan graphql.DeferredResult)
+	}
+	return nil
 }

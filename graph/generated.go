@@ -1952,7 +1952,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	opCtx := graphql.GetOperationContext(ctx)
-	ec := newExecutionContext(opCtx, e, make(chan graphql.DeferredResult))
+	ec := newExecutionContext(opCtx, e, deferredResults(opCtx))
 	first := true
 
 	switch opCtx.Operation.Operation {
@@ -12635,7 +12635,7 @@ func (ec *executionContext) _APIKey(ctx context.Context, sel ast.SelectionSet, o
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -12707,6 +12707,9 @@ func (ec *executionContext) _APIKey(ctx context.Context, sel ast.SelectionSet, o
 					view, ok := deferLabelToView[deferrable.Label]
 					if !ok {
 						view = deferredFieldSet.NewView()
+						if deferLabelToView == nil {
+							deferLabelToView = make(map[string]*graphql.FieldSetView)
+						}
 						deferLabelToView[deferrable.Label] = view
 					}
 					view.AddIndices(fieldIndex)
@@ -12748,7 +12751,7 @@ func (ec *executionContext) _APIKeyPage(ctx context.Context, sel ast.SelectionSe
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -12808,7 +12811,7 @@ func (ec *executionContext) _AdminData(ctx context.Context, sel ast.SelectionSet
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -12858,7 +12861,7 @@ func (ec *executionContext) _Article(ctx context.Context, sel ast.SelectionSet, 
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -12925,6 +12928,9 @@ func (ec *executionContext) _Article(ctx context.Context, sel ast.SelectionSet, 
 					view, ok := deferLabelToView[deferrable.Label]
 					if !ok {
 						view = deferredFieldSet.NewView()
+						if deferLabelToView == nil {
+							deferLabelToView = make(map[string]*graphql.FieldSetView)
+						}
 						deferLabelToView[deferrable.Label] = view
 					}
 					view.AddIndices(fieldIndex)
@@ -12963,6 +12969,9 @@ func (ec *executionContext) _Article(ctx context.Context, sel ast.SelectionSet, 
 					view, ok := deferLabelToView[deferrable.Label]
 					if !ok {
 						view = deferredFieldSet.NewView()
+						if deferLabelToView == nil {
+							deferLabelToView = make(map[string]*graphql.FieldSetView)
+						}
 						deferLabelToView[deferrable.Label] = view
 					}
 					view.AddIndices(fieldIndex)
@@ -13004,7 +13013,7 @@ func (ec *executionContext) _ArticlePage(ctx context.Context, sel ast.SelectionS
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -13064,7 +13073,7 @@ func (ec *executionContext) _Comment(ctx context.Context, sel ast.SelectionSet, 
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -13126,6 +13135,9 @@ func (ec *executionContext) _Comment(ctx context.Context, sel ast.SelectionSet, 
 					view, ok := deferLabelToView[deferrable.Label]
 					if !ok {
 						view = deferredFieldSet.NewView()
+						if deferLabelToView == nil {
+							deferLabelToView = make(map[string]*graphql.FieldSetView)
+						}
 						deferLabelToView[deferrable.Label] = view
 					}
 					view.AddIndices(fieldIndex)
@@ -13164,6 +13176,9 @@ func (ec *executionContext) _Comment(ctx context.Context, sel ast.SelectionSet, 
 					view, ok := deferLabelToView[deferrable.Label]
 					if !ok {
 						view = deferredFieldSet.NewView()
+						if deferLabelToView == nil {
+							deferLabelToView = make(map[string]*graphql.FieldSetView)
+						}
 						deferLabelToView[deferrable.Label] = view
 					}
 					view.AddIndices(fieldIndex)
@@ -13205,7 +13220,7 @@ func (ec *executionContext) _CommentPage(ctx context.Context, sel ast.SelectionS
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -13268,7 +13283,7 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		innerCtx := graphql.WithRootFieldContext(ctx, &graphql.RootFieldContext{
 			Object: field.Name,
@@ -13497,7 +13512,7 @@ func (ec *executionContext) _OAuthClient(ctx context.Context, sel ast.SelectionS
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -13579,6 +13594,9 @@ func (ec *executionContext) _OAuthClient(ctx context.Context, sel ast.SelectionS
 					view, ok := deferLabelToView[deferrable.Label]
 					if !ok {
 						view = deferredFieldSet.NewView()
+						if deferLabelToView == nil {
+							deferLabelToView = make(map[string]*graphql.FieldSetView)
+						}
 						deferLabelToView[deferrable.Label] = view
 					}
 					view.AddIndices(fieldIndex)
@@ -13620,7 +13638,7 @@ func (ec *executionContext) _OAuthClientPage(ctx context.Context, sel ast.Select
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -13680,7 +13698,7 @@ func (ec *executionContext) _Order(ctx context.Context, sel ast.SelectionSet, ob
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -13747,6 +13765,9 @@ func (ec *executionContext) _Order(ctx context.Context, sel ast.SelectionSet, ob
 					view, ok := deferLabelToView[deferrable.Label]
 					if !ok {
 						view = deferredFieldSet.NewView()
+						if deferLabelToView == nil {
+							deferLabelToView = make(map[string]*graphql.FieldSetView)
+						}
 						deferLabelToView[deferrable.Label] = view
 					}
 					view.AddIndices(fieldIndex)
@@ -13788,7 +13809,7 @@ func (ec *executionContext) _OrderItem(ctx context.Context, sel ast.SelectionSet
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -13838,7 +13859,7 @@ func (ec *executionContext) _OrderPage(ctx context.Context, sel ast.SelectionSet
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -13898,7 +13919,7 @@ func (ec *executionContext) _Post(ctx context.Context, sel ast.SelectionSet, obj
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -13945,6 +13966,9 @@ func (ec *executionContext) _Post(ctx context.Context, sel ast.SelectionSet, obj
 					view, ok := deferLabelToView[deferrable.Label]
 					if !ok {
 						view = deferredFieldSet.NewView()
+						if deferLabelToView == nil {
+							deferLabelToView = make(map[string]*graphql.FieldSetView)
+						}
 						deferLabelToView[deferrable.Label] = view
 					}
 					view.AddIndices(fieldIndex)
@@ -13991,7 +14015,7 @@ func (ec *executionContext) _PostPage(ctx context.Context, sel ast.SelectionSet,
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -14051,7 +14075,7 @@ func (ec *executionContext) _Product(ctx context.Context, sel ast.SelectionSet, 
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -14113,6 +14137,9 @@ func (ec *executionContext) _Product(ctx context.Context, sel ast.SelectionSet, 
 					view, ok := deferLabelToView[deferrable.Label]
 					if !ok {
 						view = deferredFieldSet.NewView()
+						if deferLabelToView == nil {
+							deferLabelToView = make(map[string]*graphql.FieldSetView)
+						}
 						deferLabelToView[deferrable.Label] = view
 					}
 					view.AddIndices(fieldIndex)
@@ -14154,7 +14181,7 @@ func (ec *executionContext) _ProductPage(ctx context.Context, sel ast.SelectionS
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -14217,7 +14244,7 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		innerCtx := graphql.WithRootFieldContext(ctx, &graphql.RootFieldContext{
 			Object: field.Name,
@@ -14777,7 +14804,7 @@ func (ec *executionContext) _Review(ctx context.Context, sel ast.SelectionSet, o
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -14844,6 +14871,9 @@ func (ec *executionContext) _Review(ctx context.Context, sel ast.SelectionSet, o
 					view, ok := deferLabelToView[deferrable.Label]
 					if !ok {
 						view = deferredFieldSet.NewView()
+						if deferLabelToView == nil {
+							deferLabelToView = make(map[string]*graphql.FieldSetView)
+						}
 						deferLabelToView[deferrable.Label] = view
 					}
 					view.AddIndices(fieldIndex)
@@ -14882,6 +14912,9 @@ func (ec *executionContext) _Review(ctx context.Context, sel ast.SelectionSet, o
 					view, ok := deferLabelToView[deferrable.Label]
 					if !ok {
 						view = deferredFieldSet.NewView()
+						if deferLabelToView == nil {
+							deferLabelToView = make(map[string]*graphql.FieldSetView)
+						}
 						deferLabelToView[deferrable.Label] = view
 					}
 					view.AddIndices(fieldIndex)
@@ -14923,7 +14956,7 @@ func (ec *executionContext) _ReviewPage(ctx context.Context, sel ast.SelectionSe
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -15055,7 +15088,7 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -15102,6 +15135,9 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 					view, ok := deferLabelToView[deferrable.Label]
 					if !ok {
 						view = deferredFieldSet.NewView()
+						if deferLabelToView == nil {
+							deferLabelToView = make(map[string]*graphql.FieldSetView)
+						}
 						deferLabelToView[deferrable.Label] = view
 					}
 					view.AddIndices(fieldIndex)
@@ -15145,6 +15181,9 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 					view, ok := deferLabelToView[deferrable.Label]
 					if !ok {
 						view = deferredFieldSet.NewView()
+						if deferLabelToView == nil {
+							deferLabelToView = make(map[string]*graphql.FieldSetView)
+						}
 						deferLabelToView[deferrable.Label] = view
 					}
 					view.AddIndices(fieldIndex)
@@ -15183,6 +15222,9 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 					view, ok := deferLabelToView[deferrable.Label]
 					if !ok {
 						view = deferredFieldSet.NewView()
+						if deferLabelToView == nil {
+							deferLabelToView = make(map[string]*graphql.FieldSetView)
+						}
 						deferLabelToView[deferrable.Label] = view
 					}
 					view.AddIndices(fieldIndex)
@@ -15224,7 +15266,7 @@ func (ec *executionContext) _UserPage(ctx context.Context, sel ast.SelectionSet,
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -15284,7 +15326,7 @@ func (ec *executionContext) ___Directive(ctx context.Context, sel ast.SelectionS
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -15344,7 +15386,7 @@ func (ec *executionContext) ___EnumValue(ctx context.Context, sel ast.SelectionS
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -15399,7 +15441,7 @@ func (ec *executionContext) ___Field(ctx context.Context, sel ast.SelectionSet, 
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -15464,7 +15506,7 @@ func (ec *executionContext) ___InputValue(ctx context.Context, sel ast.Selection
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -15529,7 +15571,7 @@ func (ec *executionContext) ___Schema(ctx context.Context, sel ast.SelectionSet,
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -15594,7 +15636,7 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":

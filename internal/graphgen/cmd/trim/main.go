@@ -19,6 +19,10 @@
 //     (ec.ProcessDeferredGroup, which returns at once when there are none)
 //     with its path, which graphql.GetPath allocates: the hand-over is made
 //     only when the object has deferred fields.
+//   - Every object makes its map of deferred labels when it has a deferred
+//     field, not always; and an operation's channel of deferred results is
+//     made by deferredResults (graph's fields.go): none for a document that
+//     cannot defer anything.
 //   - Every scalar field's context is made with a new error
 //     (errors.New("field of type String does not have child fields")),
 //     which only a child of a scalar field would ever return: each becomes
@@ -60,6 +64,12 @@ var (
 	// group is the hand-over of an object's deferred fields, made (with
 	// the object's path, two allocations) whether or not it has any.
 	group = regexp.MustCompile(`(?m)^\tec\.ProcessDeferredGroup\(graphql\.DeferredGroup\{\n\t\tDefers: +deferLabelToView,\n\t\tPath: +graphql\.GetPath\(ctx\),\n\t\tFieldSet: +deferredFieldSet,\n\t\tContext: +ctx,\n\t\}\)\n`)
+	// views is an object's map of deferred labels, made whether or not it
+	// has deferred fields, and view each write to it.
+	views = regexp.MustCompile(`(?m)^\tdeferLabelToView := make\(map\[string\]\*graphql\.FieldSetView\)\n`)
+	view  = regexp.MustCompile(`(?m)^(\t+)deferLabelToView\[deferrable\.Label\] = view\n`)
+	// results is the channel of an operation's deferred results.
+	results = regexp.MustCompile(`newExecutionContext\(opCtx, e, make\(chan graphql\.DeferredResult\)\)`)
 	// leaf is the error of a scalar field's children.
 	leaf = regexp.MustCompile(`errors\.New\("field of type (\w+) does not have child fields"\)`)
 )
@@ -95,6 +105,19 @@ func run(path string) error {
 	src = group.ReplaceAllFunc(src, func(m []byte) []byte {
 		return append(append([]byte("\tif len(deferLabelToView) > 0 {\n"), m...), "\t}\n"...)
 	})
+
+	if n := len(views.FindAllIndex(src, -1)); n == 0 || n != bytes.Count(src, []byte("deferLabelToView := ")) {
+		return fmt.Errorf("%s: %d maps of deferred labels of the expected shape", path, n)
+	}
+	src = views.ReplaceAll(src, []byte("\tvar deferLabelToView map[string]*graphql.FieldSetView\n"))
+	if n := len(view.FindAllIndex(src, -1)); n == 0 || n != bytes.Count(src, []byte("deferLabelToView[deferrable.Label] =")) {
+		return fmt.Errorf("%s: %d writes of deferred labels of the expected shape", path, n)
+	}
+	src = view.ReplaceAll(src, []byte("${1}if deferLabelToView == nil {\n${1}\tdeferLabelToView = make(map[string]*graphql.FieldSetView)\n${1}}\n${0}"))
+	if n := len(results.FindAllIndex(src, -1)); n != 1 || bytes.Count(src, []byte("chan graphql.DeferredResult)")) != 1 {
+		return fmt.Errorf("%s: %d channels of deferred results of the expected shape, want 1", path, n)
+	}
+	src = results.ReplaceAll(src, []byte("newExecutionContext(opCtx, e, deferredResults(opCtx))"))
 
 	var types []string
 	src = leaf.ReplaceAllFunc(src, func(m []byte) []byte {
