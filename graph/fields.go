@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"sync"
@@ -182,4 +183,12 @@ func deferredResults(oc *graphql.OperationContext) chan graphql.DeferredResult {
 		return make(chan graphql.DeferredResult)
 	}
 	return nil
+}
+
+// newScalarFieldContext is graphql.NewScalarFieldContext with child, a
+// package function of the generated code (internal/graphgen/cmd/trim), as
+// the context's Child, where gqlgen makes a closure per field that returns
+// the same error.
+func newScalarFieldContext(object string, field graphql.CollectedField, isMethod, isResolver bool, child func(context.Context, graphql.CollectedField) (*graphql.FieldContext, error)) (*graphql.FieldContext, error) {
+	return &graphql.FieldContext{Object: object, Field: field, IsMethod: isMethod, IsResolver: isResolver, Child: child}, nil
 }

@@ -4057,7 +4057,7 @@ func (ec *executionContext) _APIKey_id(ctx context.Context, field graphql.Collec
 	)
 }
 func (ec *executionContext) fieldContext_APIKey_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("APIKey", field, false, false, errLeafID)
+	return newScalarFieldContext("APIKey", field, false, false, childLeafID)
 }
 
 func (ec *executionContext) _APIKey_userId(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -4089,7 +4089,7 @@ func (ec *executionContext) _APIKey_userId(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_APIKey_userId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("APIKey", field, false, false, errLeafID)
+	return newScalarFieldContext("APIKey", field, false, false, childLeafID)
 }
 
 func (ec *executionContext) _APIKey_name(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -4121,7 +4121,7 @@ func (ec *executionContext) _APIKey_name(ctx context.Context, field graphql.Coll
 	)
 }
 func (ec *executionContext) fieldContext_APIKey_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("APIKey", field, false, false, errLeafString)
+	return newScalarFieldContext("APIKey", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _APIKey_key(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -4153,7 +4153,7 @@ func (ec *executionContext) _APIKey_key(ctx context.Context, field graphql.Colle
 	)
 }
 func (ec *executionContext) fieldContext_APIKey_key(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("APIKey", field, false, false, errLeafString)
+	return newScalarFieldContext("APIKey", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _APIKey_prefix(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -4185,7 +4185,7 @@ func (ec *executionContext) _APIKey_prefix(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_APIKey_prefix(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("APIKey", field, false, false, errLeafString)
+	return newScalarFieldContext("APIKey", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _APIKey_expiresAt(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -4217,7 +4217,7 @@ func (ec *executionContext) _APIKey_expiresAt(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_APIKey_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("APIKey", field, false, false, errLeafString)
+	return newScalarFieldContext("APIKey", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _APIKey_createdAt(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -4249,7 +4249,7 @@ func (ec *executionContext) _APIKey_createdAt(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_APIKey_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("APIKey", field, false, false, errLeafString)
+	return newScalarFieldContext("APIKey", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _APIKey_updatedAt(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -4281,7 +4281,7 @@ func (ec *executionContext) _APIKey_updatedAt(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_APIKey_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("APIKey", field, false, false, errLeafString)
+	return newScalarFieldContext("APIKey", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _APIKey_user(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -4386,7 +4386,7 @@ func (ec *executionContext) _APIKeyPage_total(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_APIKeyPage_total(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("APIKeyPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("APIKeyPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _APIKeyPage_page(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -4418,7 +4418,7 @@ func (ec *executionContext) _APIKeyPage_page(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_APIKeyPage_page(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("APIKeyPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("APIKeyPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _APIKeyPage_limit(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -4450,7 +4450,7 @@ func (ec *executionContext) _APIKeyPage_limit(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_APIKeyPage_limit(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("APIKeyPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("APIKeyPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _APIKeyPage_totalPages(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -4482,7 +4482,7 @@ func (ec *executionContext) _APIKeyPage_totalPages(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_APIKeyPage_totalPages(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("APIKeyPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("APIKeyPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _AdminData_userCount(ctx context.Context, field graphql.CollectedField, obj *AdminData) (ret graphql.Marshaler) {
@@ -4505,7 +4505,7 @@ func (ec *executionContext) _AdminData_userCount(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_AdminData_userCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("AdminData", field, false, false, errLeafInt)
+	return newScalarFieldContext("AdminData", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _AdminData_postCount(ctx context.Context, field graphql.CollectedField, obj *AdminData) (ret graphql.Marshaler) {
@@ -4528,7 +4528,7 @@ func (ec *executionContext) _AdminData_postCount(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_AdminData_postCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("AdminData", field, false, false, errLeafInt)
+	return newScalarFieldContext("AdminData", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _AdminData_version(ctx context.Context, field graphql.CollectedField, obj *AdminData) (ret graphql.Marshaler) {
@@ -4551,7 +4551,7 @@ func (ec *executionContext) _AdminData_version(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_AdminData_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("AdminData", field, false, false, errLeafString)
+	return newScalarFieldContext("AdminData", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _Article_id(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -4583,7 +4583,7 @@ func (ec *executionContext) _Article_id(ctx context.Context, field graphql.Colle
 	)
 }
 func (ec *executionContext) fieldContext_Article_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Article", field, false, false, errLeafID)
+	return newScalarFieldContext("Article", field, false, false, childLeafID)
 }
 
 func (ec *executionContext) _Article_authorId(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -4615,7 +4615,7 @@ func (ec *executionContext) _Article_authorId(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Article_authorId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Article", field, false, false, errLeafID)
+	return newScalarFieldContext("Article", field, false, false, childLeafID)
 }
 
 func (ec *executionContext) _Article_title(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -4647,7 +4647,7 @@ func (ec *executionContext) _Article_title(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_Article_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Article", field, false, false, errLeafString)
+	return newScalarFieldContext("Article", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _Article_body(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -4679,7 +4679,7 @@ func (ec *executionContext) _Article_body(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_Article_body(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Article", field, false, false, errLeafString)
+	return newScalarFieldContext("Article", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _Article_published(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -4711,7 +4711,7 @@ func (ec *executionContext) _Article_published(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Article_published(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Article", field, false, false, errLeafBoolean)
+	return newScalarFieldContext("Article", field, false, false, childLeafBoolean)
 }
 
 func (ec *executionContext) _Article_createdAt(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -4743,7 +4743,7 @@ func (ec *executionContext) _Article_createdAt(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Article_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Article", field, false, false, errLeafString)
+	return newScalarFieldContext("Article", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _Article_updatedAt(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -4775,7 +4775,7 @@ func (ec *executionContext) _Article_updatedAt(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Article_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Article", field, false, false, errLeafString)
+	return newScalarFieldContext("Article", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _Article_author(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -4924,7 +4924,7 @@ func (ec *executionContext) _ArticlePage_total(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_ArticlePage_total(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ArticlePage", field, false, false, errLeafInt)
+	return newScalarFieldContext("ArticlePage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _ArticlePage_page(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -4956,7 +4956,7 @@ func (ec *executionContext) _ArticlePage_page(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_ArticlePage_page(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ArticlePage", field, false, false, errLeafInt)
+	return newScalarFieldContext("ArticlePage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _ArticlePage_limit(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -4988,7 +4988,7 @@ func (ec *executionContext) _ArticlePage_limit(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_ArticlePage_limit(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ArticlePage", field, false, false, errLeafInt)
+	return newScalarFieldContext("ArticlePage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _ArticlePage_totalPages(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -5020,7 +5020,7 @@ func (ec *executionContext) _ArticlePage_totalPages(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_ArticlePage_totalPages(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ArticlePage", field, false, false, errLeafInt)
+	return newScalarFieldContext("ArticlePage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _Comment_id(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -5052,7 +5052,7 @@ func (ec *executionContext) _Comment_id(ctx context.Context, field graphql.Colle
 	)
 }
 func (ec *executionContext) fieldContext_Comment_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Comment", field, false, false, errLeafID)
+	return newScalarFieldContext("Comment", field, false, false, childLeafID)
 }
 
 func (ec *executionContext) _Comment_articleId(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -5084,7 +5084,7 @@ func (ec *executionContext) _Comment_articleId(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Comment_articleId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Comment", field, false, false, errLeafID)
+	return newScalarFieldContext("Comment", field, false, false, childLeafID)
 }
 
 func (ec *executionContext) _Comment_authorId(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -5116,7 +5116,7 @@ func (ec *executionContext) _Comment_authorId(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Comment_authorId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Comment", field, false, false, errLeafID)
+	return newScalarFieldContext("Comment", field, false, false, childLeafID)
 }
 
 func (ec *executionContext) _Comment_body(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -5148,7 +5148,7 @@ func (ec *executionContext) _Comment_body(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_Comment_body(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Comment", field, false, false, errLeafString)
+	return newScalarFieldContext("Comment", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _Comment_createdAt(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -5180,7 +5180,7 @@ func (ec *executionContext) _Comment_createdAt(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Comment_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Comment", field, false, false, errLeafString)
+	return newScalarFieldContext("Comment", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _Comment_updatedAt(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -5212,7 +5212,7 @@ func (ec *executionContext) _Comment_updatedAt(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Comment_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Comment", field, false, false, errLeafString)
+	return newScalarFieldContext("Comment", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _Comment_article(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -5349,7 +5349,7 @@ func (ec *executionContext) _CommentPage_total(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_CommentPage_total(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("CommentPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("CommentPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _CommentPage_page(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -5381,7 +5381,7 @@ func (ec *executionContext) _CommentPage_page(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_CommentPage_page(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("CommentPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("CommentPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _CommentPage_limit(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -5413,7 +5413,7 @@ func (ec *executionContext) _CommentPage_limit(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_CommentPage_limit(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("CommentPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("CommentPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _CommentPage_totalPages(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -5445,7 +5445,7 @@ func (ec *executionContext) _CommentPage_totalPages(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_CommentPage_totalPages(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("CommentPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("CommentPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _Mutation_createUser(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -6665,7 +6665,7 @@ func (ec *executionContext) _OAuthClient_id(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_OAuthClient_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("OAuthClient", field, false, false, errLeafID)
+	return newScalarFieldContext("OAuthClient", field, false, false, childLeafID)
 }
 
 func (ec *executionContext) _OAuthClient_clientId(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -6697,7 +6697,7 @@ func (ec *executionContext) _OAuthClient_clientId(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_OAuthClient_clientId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("OAuthClient", field, false, false, errLeafString)
+	return newScalarFieldContext("OAuthClient", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _OAuthClient_name(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -6729,7 +6729,7 @@ func (ec *executionContext) _OAuthClient_name(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_OAuthClient_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("OAuthClient", field, false, false, errLeafString)
+	return newScalarFieldContext("OAuthClient", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _OAuthClient_secret(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -6761,7 +6761,7 @@ func (ec *executionContext) _OAuthClient_secret(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_OAuthClient_secret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("OAuthClient", field, false, false, errLeafString)
+	return newScalarFieldContext("OAuthClient", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _OAuthClient_public(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -6793,7 +6793,7 @@ func (ec *executionContext) _OAuthClient_public(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_OAuthClient_public(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("OAuthClient", field, false, false, errLeafBoolean)
+	return newScalarFieldContext("OAuthClient", field, false, false, childLeafBoolean)
 }
 
 func (ec *executionContext) _OAuthClient_grants(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -6825,7 +6825,7 @@ func (ec *executionContext) _OAuthClient_grants(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_OAuthClient_grants(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("OAuthClient", field, false, false, errLeafString)
+	return newScalarFieldContext("OAuthClient", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _OAuthClient_redirectUris(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -6857,7 +6857,7 @@ func (ec *executionContext) _OAuthClient_redirectUris(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_OAuthClient_redirectUris(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("OAuthClient", field, false, false, errLeafString)
+	return newScalarFieldContext("OAuthClient", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _OAuthClient_userId(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -6889,7 +6889,7 @@ func (ec *executionContext) _OAuthClient_userId(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_OAuthClient_userId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("OAuthClient", field, false, false, errLeafID)
+	return newScalarFieldContext("OAuthClient", field, false, false, childLeafID)
 }
 
 func (ec *executionContext) _OAuthClient_createdAt(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -6921,7 +6921,7 @@ func (ec *executionContext) _OAuthClient_createdAt(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_OAuthClient_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("OAuthClient", field, false, false, errLeafString)
+	return newScalarFieldContext("OAuthClient", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _OAuthClient_updatedAt(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -6953,7 +6953,7 @@ func (ec *executionContext) _OAuthClient_updatedAt(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_OAuthClient_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("OAuthClient", field, false, false, errLeafString)
+	return newScalarFieldContext("OAuthClient", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _OAuthClient_user(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -7058,7 +7058,7 @@ func (ec *executionContext) _OAuthClientPage_total(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_OAuthClientPage_total(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("OAuthClientPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("OAuthClientPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _OAuthClientPage_page(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -7090,7 +7090,7 @@ func (ec *executionContext) _OAuthClientPage_page(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_OAuthClientPage_page(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("OAuthClientPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("OAuthClientPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _OAuthClientPage_limit(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -7122,7 +7122,7 @@ func (ec *executionContext) _OAuthClientPage_limit(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_OAuthClientPage_limit(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("OAuthClientPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("OAuthClientPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _OAuthClientPage_totalPages(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -7154,7 +7154,7 @@ func (ec *executionContext) _OAuthClientPage_totalPages(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_OAuthClientPage_totalPages(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("OAuthClientPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("OAuthClientPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _Order_id(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -7186,7 +7186,7 @@ func (ec *executionContext) _Order_id(ctx context.Context, field graphql.Collect
 	)
 }
 func (ec *executionContext) fieldContext_Order_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Order", field, false, false, errLeafID)
+	return newScalarFieldContext("Order", field, false, false, childLeafID)
 }
 
 func (ec *executionContext) _Order_userId(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -7218,7 +7218,7 @@ func (ec *executionContext) _Order_userId(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_Order_userId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Order", field, false, false, errLeafID)
+	return newScalarFieldContext("Order", field, false, false, childLeafID)
 }
 
 func (ec *executionContext) _Order_status(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -7250,7 +7250,7 @@ func (ec *executionContext) _Order_status(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_Order_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Order", field, false, false, errLeafString)
+	return newScalarFieldContext("Order", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _Order_items(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -7323,7 +7323,7 @@ func (ec *executionContext) _Order_totalCents(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Order_totalCents(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Order", field, false, false, errLeafInt)
+	return newScalarFieldContext("Order", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _Order_createdAt(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -7355,7 +7355,7 @@ func (ec *executionContext) _Order_createdAt(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_Order_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Order", field, false, false, errLeafString)
+	return newScalarFieldContext("Order", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _Order_updatedAt(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -7387,7 +7387,7 @@ func (ec *executionContext) _Order_updatedAt(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_Order_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Order", field, false, false, errLeafString)
+	return newScalarFieldContext("Order", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _Order_user(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -7451,7 +7451,7 @@ func (ec *executionContext) _OrderItem_productId(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_OrderItem_productId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("OrderItem", field, false, false, errLeafID)
+	return newScalarFieldContext("OrderItem", field, false, false, childLeafID)
 }
 
 func (ec *executionContext) _OrderItem_quantity(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -7483,7 +7483,7 @@ func (ec *executionContext) _OrderItem_quantity(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_OrderItem_quantity(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("OrderItem", field, false, false, errLeafInt)
+	return newScalarFieldContext("OrderItem", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _OrderItem_unitPriceCents(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -7515,7 +7515,7 @@ func (ec *executionContext) _OrderItem_unitPriceCents(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_OrderItem_unitPriceCents(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("OrderItem", field, false, false, errLeafInt)
+	return newScalarFieldContext("OrderItem", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _OrderPage_items(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -7588,7 +7588,7 @@ func (ec *executionContext) _OrderPage_total(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_OrderPage_total(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("OrderPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("OrderPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _OrderPage_page(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -7620,7 +7620,7 @@ func (ec *executionContext) _OrderPage_page(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_OrderPage_page(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("OrderPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("OrderPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _OrderPage_limit(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -7652,7 +7652,7 @@ func (ec *executionContext) _OrderPage_limit(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_OrderPage_limit(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("OrderPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("OrderPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _OrderPage_totalPages(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -7684,7 +7684,7 @@ func (ec *executionContext) _OrderPage_totalPages(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_OrderPage_totalPages(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("OrderPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("OrderPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _Post_id(ctx context.Context, field graphql.CollectedField, obj *Post) (ret graphql.Marshaler) {
@@ -7707,7 +7707,7 @@ func (ec *executionContext) _Post_id(ctx context.Context, field graphql.Collecte
 	)
 }
 func (ec *executionContext) fieldContext_Post_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Post", field, true, false, errLeafID)
+	return newScalarFieldContext("Post", field, true, false, childLeafID)
 }
 
 func (ec *executionContext) _Post_title(ctx context.Context, field graphql.CollectedField, obj *Post) (ret graphql.Marshaler) {
@@ -7730,7 +7730,7 @@ func (ec *executionContext) _Post_title(ctx context.Context, field graphql.Colle
 	)
 }
 func (ec *executionContext) fieldContext_Post_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Post", field, false, false, errLeafString)
+	return newScalarFieldContext("Post", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _Post_content(ctx context.Context, field graphql.CollectedField, obj *Post) (ret graphql.Marshaler) {
@@ -7753,7 +7753,7 @@ func (ec *executionContext) _Post_content(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_Post_content(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Post", field, false, false, errLeafString)
+	return newScalarFieldContext("Post", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _Post_author(ctx context.Context, field graphql.CollectedField, obj *Post) (ret graphql.Marshaler) {
@@ -7808,7 +7808,7 @@ func (ec *executionContext) _Post_createdAt(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_Post_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Post", field, true, false, errLeafString)
+	return newScalarFieldContext("Post", field, true, false, childLeafString)
 }
 
 func (ec *executionContext) _PostPage_items(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -7881,7 +7881,7 @@ func (ec *executionContext) _PostPage_total(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_PostPage_total(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("PostPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("PostPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _PostPage_page(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -7913,7 +7913,7 @@ func (ec *executionContext) _PostPage_page(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_PostPage_page(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("PostPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("PostPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _PostPage_limit(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -7945,7 +7945,7 @@ func (ec *executionContext) _PostPage_limit(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_PostPage_limit(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("PostPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("PostPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _PostPage_totalPages(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -7977,7 +7977,7 @@ func (ec *executionContext) _PostPage_totalPages(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_PostPage_totalPages(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("PostPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("PostPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _Product_id(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -8009,7 +8009,7 @@ func (ec *executionContext) _Product_id(ctx context.Context, field graphql.Colle
 	)
 }
 func (ec *executionContext) fieldContext_Product_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Product", field, false, false, errLeafID)
+	return newScalarFieldContext("Product", field, false, false, childLeafID)
 }
 
 func (ec *executionContext) _Product_name(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -8041,7 +8041,7 @@ func (ec *executionContext) _Product_name(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_Product_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Product", field, false, false, errLeafString)
+	return newScalarFieldContext("Product", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _Product_description(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -8073,7 +8073,7 @@ func (ec *executionContext) _Product_description(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_Product_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Product", field, false, false, errLeafString)
+	return newScalarFieldContext("Product", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _Product_priceCents(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -8105,7 +8105,7 @@ func (ec *executionContext) _Product_priceCents(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_Product_priceCents(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Product", field, false, false, errLeafInt)
+	return newScalarFieldContext("Product", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _Product_createdAt(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -8137,7 +8137,7 @@ func (ec *executionContext) _Product_createdAt(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Product_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Product", field, false, false, errLeafString)
+	return newScalarFieldContext("Product", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _Product_updatedAt(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -8169,7 +8169,7 @@ func (ec *executionContext) _Product_updatedAt(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Product_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Product", field, false, false, errLeafString)
+	return newScalarFieldContext("Product", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _Product_reviews(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -8286,7 +8286,7 @@ func (ec *executionContext) _ProductPage_total(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_ProductPage_total(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ProductPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("ProductPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _ProductPage_page(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -8318,7 +8318,7 @@ func (ec *executionContext) _ProductPage_page(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_ProductPage_page(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ProductPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("ProductPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _ProductPage_limit(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -8350,7 +8350,7 @@ func (ec *executionContext) _ProductPage_limit(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_ProductPage_limit(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ProductPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("ProductPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _ProductPage_totalPages(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -8382,7 +8382,7 @@ func (ec *executionContext) _ProductPage_totalPages(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_ProductPage_totalPages(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ProductPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("ProductPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _Query_hello(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -8405,7 +8405,7 @@ func (ec *executionContext) _Query_hello(ctx context.Context, field graphql.Coll
 	)
 }
 func (ec *executionContext) fieldContext_Query_hello(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Query", field, true, true, errLeafString)
+	return newScalarFieldContext("Query", field, true, true, childLeafString)
 }
 
 func (ec *executionContext) _Query_users(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -9457,7 +9457,7 @@ func (ec *executionContext) _Review_id(ctx context.Context, field graphql.Collec
 	)
 }
 func (ec *executionContext) fieldContext_Review_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Review", field, false, false, errLeafID)
+	return newScalarFieldContext("Review", field, false, false, childLeafID)
 }
 
 func (ec *executionContext) _Review_productId(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -9489,7 +9489,7 @@ func (ec *executionContext) _Review_productId(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Review_productId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Review", field, false, false, errLeafID)
+	return newScalarFieldContext("Review", field, false, false, childLeafID)
 }
 
 func (ec *executionContext) _Review_userId(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -9521,7 +9521,7 @@ func (ec *executionContext) _Review_userId(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_Review_userId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Review", field, false, false, errLeafID)
+	return newScalarFieldContext("Review", field, false, false, childLeafID)
 }
 
 func (ec *executionContext) _Review_rating(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -9553,7 +9553,7 @@ func (ec *executionContext) _Review_rating(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_Review_rating(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Review", field, false, false, errLeafInt)
+	return newScalarFieldContext("Review", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _Review_comment(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -9585,7 +9585,7 @@ func (ec *executionContext) _Review_comment(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_Review_comment(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Review", field, false, false, errLeafString)
+	return newScalarFieldContext("Review", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _Review_createdAt(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -9617,7 +9617,7 @@ func (ec *executionContext) _Review_createdAt(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Review_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Review", field, false, false, errLeafString)
+	return newScalarFieldContext("Review", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _Review_updatedAt(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -9649,7 +9649,7 @@ func (ec *executionContext) _Review_updatedAt(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Review_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Review", field, false, false, errLeafString)
+	return newScalarFieldContext("Review", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _Review_product(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -9786,7 +9786,7 @@ func (ec *executionContext) _ReviewPage_total(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_ReviewPage_total(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ReviewPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("ReviewPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _ReviewPage_page(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -9818,7 +9818,7 @@ func (ec *executionContext) _ReviewPage_page(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_ReviewPage_page(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ReviewPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("ReviewPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _ReviewPage_limit(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -9850,7 +9850,7 @@ func (ec *executionContext) _ReviewPage_limit(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_ReviewPage_limit(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ReviewPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("ReviewPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _ReviewPage_totalPages(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -9882,7 +9882,7 @@ func (ec *executionContext) _ReviewPage_totalPages(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_ReviewPage_totalPages(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ReviewPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("ReviewPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _Subscription_userCreated(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
@@ -10769,7 +10769,7 @@ func (ec *executionContext) _User_id(ctx context.Context, field graphql.Collecte
 	)
 }
 func (ec *executionContext) fieldContext_User_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("User", field, true, false, errLeafID)
+	return newScalarFieldContext("User", field, true, false, childLeafID)
 }
 
 func (ec *executionContext) _User_name(ctx context.Context, field graphql.CollectedField, obj *User) (ret graphql.Marshaler) {
@@ -10792,7 +10792,7 @@ func (ec *executionContext) _User_name(ctx context.Context, field graphql.Collec
 	)
 }
 func (ec *executionContext) fieldContext_User_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("User", field, false, false, errLeafString)
+	return newScalarFieldContext("User", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _User_email(ctx context.Context, field graphql.CollectedField, obj *User) (ret graphql.Marshaler) {
@@ -10815,7 +10815,7 @@ func (ec *executionContext) _User_email(ctx context.Context, field graphql.Colle
 	)
 }
 func (ec *executionContext) fieldContext_User_email(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("User", field, false, false, errLeafString)
+	return newScalarFieldContext("User", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) _User_posts(ctx context.Context, field graphql.CollectedField, obj *User) (ret graphql.Marshaler) {
@@ -10882,7 +10882,7 @@ func (ec *executionContext) _User_createdAt(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_User_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("User", field, true, false, errLeafString)
+	return newScalarFieldContext("User", field, true, false, childLeafString)
 }
 
 func (ec *executionContext) _User_orders(ctx context.Context, field graphql.CollectedField, obj *User) (ret graphql.Marshaler) {
@@ -11043,7 +11043,7 @@ func (ec *executionContext) _UserPage_total(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_UserPage_total(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("UserPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("UserPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _UserPage_page(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -11075,7 +11075,7 @@ func (ec *executionContext) _UserPage_page(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_UserPage_page(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("UserPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("UserPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _UserPage_limit(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -11107,7 +11107,7 @@ func (ec *executionContext) _UserPage_limit(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_UserPage_limit(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("UserPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("UserPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) _UserPage_totalPages(ctx context.Context, field graphql.CollectedField, obj map[string]any) (ret graphql.Marshaler) {
@@ -11139,7 +11139,7 @@ func (ec *executionContext) _UserPage_totalPages(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_UserPage_totalPages(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("UserPage", field, false, false, errLeafInt)
+	return newScalarFieldContext("UserPage", field, false, false, childLeafInt)
 }
 
 func (ec *executionContext) ___Directive_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -11162,7 +11162,7 @@ func (ec *executionContext) ___Directive_name(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext___Directive_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Directive", field, false, false, errLeafString)
+	return newScalarFieldContext("__Directive", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) ___Directive_description(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -11185,7 +11185,7 @@ func (ec *executionContext) ___Directive_description(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext___Directive_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Directive", field, true, false, errLeafString)
+	return newScalarFieldContext("__Directive", field, true, false, childLeafString)
 }
 
 func (ec *executionContext) ___Directive_isRepeatable(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -11208,7 +11208,7 @@ func (ec *executionContext) ___Directive_isRepeatable(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext___Directive_isRepeatable(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Directive", field, false, false, errLeafBoolean)
+	return newScalarFieldContext("__Directive", field, false, false, childLeafBoolean)
 }
 
 func (ec *executionContext) ___Directive_locations(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -11231,7 +11231,7 @@ func (ec *executionContext) ___Directive_locations(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext___Directive_locations(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Directive", field, false, false, errLeaf__DirectiveLocation)
+	return newScalarFieldContext("__Directive", field, false, false, childLeaf__DirectiveLocation)
 }
 
 func (ec *executionContext) ___Directive_args(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -11297,7 +11297,7 @@ func (ec *executionContext) ___EnumValue_name(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext___EnumValue_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__EnumValue", field, false, false, errLeafString)
+	return newScalarFieldContext("__EnumValue", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) ___EnumValue_description(ctx context.Context, field graphql.CollectedField, obj *introspection.EnumValue) (ret graphql.Marshaler) {
@@ -11320,7 +11320,7 @@ func (ec *executionContext) ___EnumValue_description(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext___EnumValue_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__EnumValue", field, true, false, errLeafString)
+	return newScalarFieldContext("__EnumValue", field, true, false, childLeafString)
 }
 
 func (ec *executionContext) ___EnumValue_isDeprecated(ctx context.Context, field graphql.CollectedField, obj *introspection.EnumValue) (ret graphql.Marshaler) {
@@ -11343,7 +11343,7 @@ func (ec *executionContext) ___EnumValue_isDeprecated(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext___EnumValue_isDeprecated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__EnumValue", field, true, false, errLeafBoolean)
+	return newScalarFieldContext("__EnumValue", field, true, false, childLeafBoolean)
 }
 
 func (ec *executionContext) ___EnumValue_deprecationReason(ctx context.Context, field graphql.CollectedField, obj *introspection.EnumValue) (ret graphql.Marshaler) {
@@ -11366,7 +11366,7 @@ func (ec *executionContext) ___EnumValue_deprecationReason(ctx context.Context, 
 	)
 }
 func (ec *executionContext) fieldContext___EnumValue_deprecationReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__EnumValue", field, true, false, errLeafString)
+	return newScalarFieldContext("__EnumValue", field, true, false, childLeafString)
 }
 
 func (ec *executionContext) ___Field_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Field) (ret graphql.Marshaler) {
@@ -11389,7 +11389,7 @@ func (ec *executionContext) ___Field_name(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext___Field_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Field", field, false, false, errLeafString)
+	return newScalarFieldContext("__Field", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) ___Field_description(ctx context.Context, field graphql.CollectedField, obj *introspection.Field) (ret graphql.Marshaler) {
@@ -11412,7 +11412,7 @@ func (ec *executionContext) ___Field_description(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext___Field_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Field", field, true, false, errLeafString)
+	return newScalarFieldContext("__Field", field, true, false, childLeafString)
 }
 
 func (ec *executionContext) ___Field_args(ctx context.Context, field graphql.CollectedField, obj *introspection.Field) (ret graphql.Marshaler) {
@@ -11510,7 +11510,7 @@ func (ec *executionContext) ___Field_isDeprecated(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext___Field_isDeprecated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Field", field, true, false, errLeafBoolean)
+	return newScalarFieldContext("__Field", field, true, false, childLeafBoolean)
 }
 
 func (ec *executionContext) ___Field_deprecationReason(ctx context.Context, field graphql.CollectedField, obj *introspection.Field) (ret graphql.Marshaler) {
@@ -11533,7 +11533,7 @@ func (ec *executionContext) ___Field_deprecationReason(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext___Field_deprecationReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Field", field, true, false, errLeafString)
+	return newScalarFieldContext("__Field", field, true, false, childLeafString)
 }
 
 func (ec *executionContext) ___InputValue_name(ctx context.Context, field graphql.CollectedField, obj *introspection.InputValue) (ret graphql.Marshaler) {
@@ -11556,7 +11556,7 @@ func (ec *executionContext) ___InputValue_name(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext___InputValue_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__InputValue", field, false, false, errLeafString)
+	return newScalarFieldContext("__InputValue", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) ___InputValue_description(ctx context.Context, field graphql.CollectedField, obj *introspection.InputValue) (ret graphql.Marshaler) {
@@ -11579,7 +11579,7 @@ func (ec *executionContext) ___InputValue_description(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext___InputValue_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__InputValue", field, true, false, errLeafString)
+	return newScalarFieldContext("__InputValue", field, true, false, childLeafString)
 }
 
 func (ec *executionContext) ___InputValue_type(ctx context.Context, field graphql.CollectedField, obj *introspection.InputValue) (ret graphql.Marshaler) {
@@ -11634,7 +11634,7 @@ func (ec *executionContext) ___InputValue_defaultValue(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext___InputValue_defaultValue(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__InputValue", field, false, false, errLeafString)
+	return newScalarFieldContext("__InputValue", field, false, false, childLeafString)
 }
 
 func (ec *executionContext) ___InputValue_isDeprecated(ctx context.Context, field graphql.CollectedField, obj *introspection.InputValue) (ret graphql.Marshaler) {
@@ -11657,7 +11657,7 @@ func (ec *executionContext) ___InputValue_isDeprecated(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext___InputValue_isDeprecated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__InputValue", field, true, false, errLeafBoolean)
+	return newScalarFieldContext("__InputValue", field, true, false, childLeafBoolean)
 }
 
 func (ec *executionContext) ___InputValue_deprecationReason(ctx context.Context, field graphql.CollectedField, obj *introspection.InputValue) (ret graphql.Marshaler) {
@@ -11680,7 +11680,7 @@ func (ec *executionContext) ___InputValue_deprecationReason(ctx context.Context,
 	)
 }
 func (ec *executionContext) fieldContext___InputValue_deprecationReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__InputValue", field, true, false, errLeafString)
+	return newScalarFieldContext("__InputValue", field, true, false, childLeafString)
 }
 
 func (ec *executionContext) ___Schema_description(ctx context.Context, field graphql.CollectedField, obj *introspection.Schema) (ret graphql.Marshaler) {
@@ -11703,7 +11703,7 @@ func (ec *executionContext) ___Schema_description(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext___Schema_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Schema", field, true, false, errLeafString)
+	return newScalarFieldContext("__Schema", field, true, false, childLeafString)
 }
 
 func (ec *executionContext) ___Schema_types(ctx context.Context, field graphql.CollectedField, obj *introspection.Schema) (ret graphql.Marshaler) {
@@ -11886,7 +11886,7 @@ func (ec *executionContext) ___Type_kind(ctx context.Context, field graphql.Coll
 	)
 }
 func (ec *executionContext) fieldContext___Type_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Type", field, true, false, errLeaf__TypeKind)
+	return newScalarFieldContext("__Type", field, true, false, childLeaf__TypeKind)
 }
 
 func (ec *executionContext) ___Type_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Type) (ret graphql.Marshaler) {
@@ -11909,7 +11909,7 @@ func (ec *executionContext) ___Type_name(ctx context.Context, field graphql.Coll
 	)
 }
 func (ec *executionContext) fieldContext___Type_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Type", field, true, false, errLeafString)
+	return newScalarFieldContext("__Type", field, true, false, childLeafString)
 }
 
 func (ec *executionContext) ___Type_description(ctx context.Context, field graphql.CollectedField, obj *introspection.Type) (ret graphql.Marshaler) {
@@ -11932,7 +11932,7 @@ func (ec *executionContext) ___Type_description(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext___Type_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Type", field, true, false, errLeafString)
+	return newScalarFieldContext("__Type", field, true, false, childLeafString)
 }
 
 func (ec *executionContext) ___Type_specifiedByURL(ctx context.Context, field graphql.CollectedField, obj *introspection.Type) (ret graphql.Marshaler) {
@@ -11955,7 +11955,7 @@ func (ec *executionContext) ___Type_specifiedByURL(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext___Type_specifiedByURL(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Type", field, true, false, errLeafString)
+	return newScalarFieldContext("__Type", field, true, false, childLeafString)
 }
 
 func (ec *executionContext) ___Type_fields(ctx context.Context, field graphql.CollectedField, obj *introspection.Type) (ret graphql.Marshaler) {
@@ -12194,7 +12194,7 @@ func (ec *executionContext) ___Type_isOneOf(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext___Type_isOneOf(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Type", field, true, false, errLeafBoolean)
+	return newScalarFieldContext("__Type", field, true, false, childLeafBoolean)
 }
 
 // endregion **************************** field.gotpl *****************************
@@ -16623,7 +16623,7 @@ func (ec *executionContext) marshalO__Type2ᚖgithubᚗcomᚋ99designsᚋgqlgen�
 // endregion ***************************** type.gotpl *****************************
 
 // The error a child of a scalar field's context returns, made once per
-// type (internal/graphgen/cmd/trim).
+// type, and the function that returns it (internal/graphgen/cmd/trim).
 var (
 	errLeafBoolean             = errors.New("field of type Boolean does not have child fields")
 	errLeafID                  = errors.New("field of type ID does not have child fields")
@@ -16631,4 +16631,18 @@ var (
 	errLeafString              = errors.New("field of type String does not have child fields")
 	errLeaf__DirectiveLocation = errors.New("field of type __DirectiveLocation does not have child fields")
 	errLeaf__TypeKind          = errors.New("field of type __TypeKind does not have child fields")
+	childLeafBoolean           = func(context.Context, graphql.CollectedField) (*graphql.FieldContext, error) {
+		return nil, errLeafBoolean
+	}
+	childLeafID     = func(context.Context, graphql.CollectedField) (*graphql.FieldContext, error) { return nil, errLeafID }
+	childLeafInt    = func(context.Context, graphql.CollectedField) (*graphql.FieldContext, error) { return nil, errLeafInt }
+	childLeafString = func(context.Context, graphql.CollectedField) (*graphql.FieldContext, error) {
+		return nil, errLeafString
+	}
+	childLeaf__DirectiveLocation = func(context.Context, graphql.CollectedField) (*graphql.FieldContext, error) {
+		return nil, errLeaf__DirectiveLocation
+	}
+	childLeaf__TypeKind = func(context.Context, graphql.CollectedField) (*graphql.FieldContext, error) {
+		return nil, errLeaf__TypeKind
+	}
 )

@@ -25,8 +25,11 @@
 //     cannot defer anything.
 //   - Every scalar field's context is made with a new error
 //     (errors.New("field of type String does not have child fields")),
-//     which only a child of a scalar field would ever return: each becomes
-//     a package variable made once, with the same message.
+//     which only a child of a scalar field would ever return, and by
+//     graphql.NewScalarFieldContext, which wraps it in a new closure: each
+//     error becomes a package variable made once, with the same message,
+//     and a package function that returns it, which newScalarFieldContext
+//     (graph's fields.go) puts in the context as gqlgen would the closure.
 //
 // It fails when it finds none of them, or one in another shape: gqlgen
 // changed, and what it does must be looked at again.
@@ -70,6 +73,9 @@ var (
 	view  = regexp.MustCompile(`(?m)^(\t+)deferLabelToView\[deferrable\.Label\] = view\n`)
 	// results is the channel of an operation's deferred results.
 	results = regexp.MustCompile(`newExecutionContext\(opCtx, e, make\(chan graphql\.DeferredResult\)\)`)
+	// scalar is the making of a scalar field's context, once leaf is
+	// replaced.
+	scalar = regexp.MustCompile(`graphql\.NewScalarFieldContext\(("\w+", field, (?:true|false), (?:true|false)), errLeaf(\w+)\)`)
 	// leaf is the error of a scalar field's children.
 	leaf = regexp.MustCompile(`errors\.New\("field of type (\w+) does not have child fields"\)`)
 )
@@ -131,10 +137,17 @@ func run(path string) error {
 		return fmt.Errorf("%s: no scalar field's error of the expected shape, or one of another", path)
 	}
 	slices.Sort(types)
+	if n := len(scalar.FindAllIndex(src, -1)); n == 0 || n != bytes.Count(src, []byte("NewScalarFieldContext(")) {
+		return fmt.Errorf("%s: %d scalar field contexts of the expected shape", path, n)
+	}
+	src = scalar.ReplaceAll(src, []byte("newScalarFieldContext($1, childLeaf$2)"))
 	var vars strings.Builder
-	vars.WriteString("\n// The error a child of a scalar field's context returns, made once per\n// type (internal/graphgen/cmd/trim).\nvar (\n")
+	vars.WriteString("\n// The error a child of a scalar field's context returns, made once per\n// type, and the function that returns it (internal/graphgen/cmd/trim).\nvar (\n")
 	for _, t := range types {
 		fmt.Fprintf(&vars, "\terrLeaf%s = errors.New(\"field of type %s does not have child fields\")\n", t, t)
+	}
+	for _, t := range types {
+		fmt.Fprintf(&vars, "\tchildLeaf%s = func(context.Context, graphql.CollectedField) (*graphql.FieldContext, error) { return nil, errLeaf%s }\n", t, t)
 	}
 	vars.WriteString(")\n")
 	src = append(src, vars.String()...)
