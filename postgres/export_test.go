@@ -46,3 +46,33 @@ func (db *DB) BatchCounts() (arrived, sent int64) {
 func (db *DB) BatchedRow(ctx context.Context, query string, args []any, dest ...any) error {
 	return db.batch.queryRow(ctx, db.pool, query, args).Scan(dest...)
 }
+
+// HoldReads takes every read's slot of the pool (pool.reads), so that the
+// reads that follow wait for one; release gives them back.
+func (db *DB) HoldReads(ctx context.Context) (release func(), err error) {
+	var held []func()
+	release = func() {
+		for _, r := range held {
+			r()
+		}
+	}
+	for range cap(db.rw.reads) {
+		free, err := db.rw.acquireRead(ctx)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		held = append(held, free)
+	}
+	return release, nil
+}
+
+// Split returns how the store's connections are divided: the batch of
+// one-row reads', the most the pool's reads take at once, and the pool's
+// (which writes may all take).
+func (db *DB) Split() (batch, reads, pool int) {
+	if db.batch != nil {
+		batch = db.batch.max
+	}
+	return batch, cap(db.rw.reads), cap(db.rw.slots)
+}

@@ -27,6 +27,14 @@ type pool struct {
 	// pool's own wait runs under sqlstore.Detach, which does not end when
 	// the caller leaves).
 	slots chan struct{}
+	// reads caps the reads among them (lists, searches: statements that
+	// keep PostgreSQL's CPU busy): a read takes one of reads before one of
+	// slots, a write only one of slots. A write holds its connection
+	// across round trips and the service's work between them, idle in its
+	// transaction most of that time, so writes gain from more connections
+	// than the server has cores; CPU-bound reads do not, they only queue
+	// inside PostgreSQL and lose (split).
+	reads chan struct{}
 	// batch, when not nil, runs the one-row statements of reads
 	// (rowbatch.go).
 	batch *rowBatch
@@ -45,6 +53,22 @@ func (p *pool) acquire(ctx context.Context) (release func(), err error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// acquireRead takes a read's slot (one of reads, then one of slots), or
+// returns ctx's error if ctx ends first, holding neither.
+func (p *pool) acquireRead(ctx context.Context) (release func(), err error) {
+	select {
+	case p.reads <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	free, err := p.acquire(ctx)
+	if err != nil {
+		<-p.reads
+		return nil, err
+	}
+	return func() { free(); <-p.reads }, nil
 }
 
 // lost reports whether err means that the connection a statement ran on is
@@ -82,7 +106,7 @@ func (p *pool) Read(ctx context.Context, fn func(ctx context.Context, q sqlstore
 }
 
 // readQuerier is the Querier of a Read. A statement on the pool takes a
-// slot first, once for the whole read, with the caller's context (a caller
+// read's slot first (acquireRead), once for the whole read, with the caller's context (a caller
 // that hangs up while it waits leaves without running anything); a
 // one-row statement goes to the batch of one-row reads when there is one
 // (rowBatch), which needs no slot: it runs on the batch's connections.
@@ -96,7 +120,7 @@ func (q *readQuerier) slot() error {
 	if q.free != nil {
 		return nil
 	}
-	free, err := q.p.acquire(q.caller)
+	free, err := q.p.acquireRead(q.caller)
 	if err != nil {
 		return err
 	}

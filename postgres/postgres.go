@@ -33,8 +33,9 @@ var migrations embed.FS
 
 // Options configure Open.
 type Options struct {
-	// MaxConns bounds the connection pool; 0 takes the URL's
-	// pool_max_conns, or else 4 per GOMAXPROCS.
+	// MaxConns bounds the connections the store opens; 0 takes the URL's
+	// pool_max_conns, or else 8 per GOMAXPROCS. Writes may use all of
+	// them, reads half (see split).
 	MaxConns int
 	// Now is the store's clock; nil is time.Now.
 	Now resourceapi.Clock
@@ -71,6 +72,7 @@ const cancelGrace = 5 * time.Second
 type DB struct {
 	*sqlstore.Store
 	pool  *pgxpool.Pool
+	rw    *pool     // the store's Reader and Writer on pool
 	batch *rowBatch // nil with fewer than 4 connections
 	solo  *solo
 }
@@ -94,8 +96,9 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	case strings.Contains(url, "pool_max_conns="):
 		conns = int(cfg.MaxConns) // the URL's, which pgxpool read
 	default:
-		conns = 4 * runtime.GOMAXPROCS(0)
+		conns = 8 * runtime.GOMAXPROCS(0)
 	}
+	batchConns, readSlots := split(conns)
 	cfg.MaxConns = int32(conns)
 	// database/sql kept its connections for as long as they worked; so
 	// does the store: a new session costs PostgreSQL a process and cold
@@ -120,11 +123,9 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		}
 	}
 	// The batch of one-row reads (rowbatch.go) has connections of its own,
-	// taken from the pool's size: a quarter of them (with half, lists and
-	// searches, which keep one connection each for their statement, lost
-	// half their req/s on a loaded machine).
+	// taken from the pool's size (split).
 	var batchPool *pgxpool.Pool
-	if n := conns / 4; n > 0 {
+	if n := batchConns; n > 0 {
 		bcfg := cfg.Copy()
 		bcfg.MaxConns, cfg.MaxConns = int32(n), int32(conns-n)
 		if batchPool, err = pgxpool.NewWithConfig(ctx, bcfg); err != nil {
@@ -161,7 +162,7 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		closePools()
 		return nil, err
 	}
-	p := &pool{pool: pgxPool, slots: make(chan struct{}, cfg.MaxConns)}
+	p := &pool{pool: pgxPool, slots: make(chan struct{}, cfg.MaxConns), reads: make(chan struct{}, readSlots)}
 	scfg := sqlstore.Config{
 		Reader: p, Writer: p, Dialect: dialect{}, Now: opts.Now,
 		OnStatement: opts.OnStatement, Trace: opts.Trace, Logger: opts.Logger,
@@ -182,7 +183,27 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	if batchPool != nil {
 		p.batch = newRowBatch(batchPool) // last: its senders stop with DB.Close
 	}
-	return &DB{Store: sqlstore.New(scfg), pool: pgxPool, batch: p.batch, solo: so}, nil
+	return &DB{Store: sqlstore.New(scfg), pool: pgxPool, rw: p, batch: p.batch, solo: so}, nil
+}
+
+// split divides conns, the most connections the store opens, between the
+// batch of one-row reads (rowbatch.go: batch, connections of its own) and
+// the pool, and caps the pool's reads (readSlots); writes may take every
+// connection of the pool. Reads get half of conns, a quarter of that half
+// for the batch (at least one from 4 connections on), so that the default
+// (8 per core) gives reads what they had when it was 4 per core: on 2
+// cores, 2 for the batch and 6 for lists and searches, and writes 14.
+// With 64 writers, 16 connections gave 16 to 58% more writes a second
+// than 8; with searches, 31 to 42% fewer (more CPU-bound statements at
+// once on the server's cores), and with half the pool for the batch,
+// lists and searches lost half theirs (docs/performance.md).
+func split(conns int) (batch, readSlots int) {
+	reads := max(1, conns/2)
+	batch = reads / 4
+	if batch == 0 && conns >= 4 {
+		batch = 1
+	}
+	return batch, max(1, reads-batch)
 }
 
 // Holding reports whether the store serves reads from its record cache
