@@ -325,6 +325,7 @@ type tx struct {
 	beginErr error
 	atCommit []queued
 	after    []func()
+	follow   *rowRead // sent right after the next statement (QueryRowAfterNext)
 }
 
 type queued struct {
@@ -335,7 +336,79 @@ type queued struct {
 var (
 	_ sqlstore.Tx         = (*tx)(nil)
 	_ sqlstore.AtCommiter = (*tx)(nil)
+	_ sqlstore.Follower   = (*tx)(nil)
 )
+
+// errNotSent is the answer of a statement queued to follow another that was
+// never sent.
+var errNotSent = errors.New("postgres: the statement was not sent")
+
+// QueryRowAfterNext implements sqlstore.Follower, for a next statement that
+// is a QueryRowContext (the only one that takes it along).
+func (t *tx) QueryRowAfterNext(query string, args ...any) (sqlstore.Row, bool) {
+	if t.follow != nil {
+		return nil, false
+	}
+	t.follow = &rowRead{query: query, args: args, err: errNotSent}
+	return t.follow, true
+}
+
+// queryRowFollowed sends query and the statement that follows it (f), with
+// BEGIN when the transaction has not begun, in one round trip.
+func (t *tx) queryRowFollowed(ctx context.Context, query string, args []any, f *rowRead) sqlstore.Row {
+	b := &pgx.Batch{}
+	begun := t.begun
+	if !begun {
+		b.Queue("BEGIN")
+	}
+	t.begun = true
+	b.Queue(query, args...)
+	b.Queue(f.query, f.args...)
+	br := t.conn.SendBatch(ctx, b)
+	if !begun {
+		if _, err := br.Exec(); err != nil {
+			t.beginErr = err
+			br.Close()
+			return errRow{err}
+		}
+	}
+	r, err := br.Query()
+	return followedRow{row{r, err}, br, f}
+}
+
+// followedRow is the row of a statement sent with the one that follows it:
+// reading it reads the other's answer too, into f, and ends the batch.
+type followedRow struct {
+	row row
+	br  pgx.BatchResults
+	f   *rowRead
+}
+
+func (r followedRow) Scan(dest ...any) error {
+	err := r.row.Scan(dest...)
+	if err == nil || errors.Is(err, pgx.ErrNoRows) {
+		r.f.err = nil
+		rows, ferr := r.br.Query()
+		if ferr == nil {
+			if rows.Next() {
+				r.f.found = true
+				r.f.fds = append([]pgconn.FieldDescription(nil), rows.FieldDescriptions()...)
+				r.f.raw = copyValues(rows.RawValues())
+			}
+			rows.Close()
+			ferr = rows.Err()
+		}
+		r.f.err = ferr
+	} else {
+		r.f.err = err // PostgreSQL skipped the statement that follows
+	}
+	// Close's error is the last statement's, the one that follows, when it
+	// failed: that one is f's, not this row's.
+	if cerr := r.br.Close(); err == nil && r.f.err == nil {
+		err = cerr
+	}
+	return err
+}
 
 // AfterEnd implements sqlstore.Tx.
 func (t *tx) AfterEnd(f func()) { t.after = append(t.after, f) }
@@ -397,6 +470,10 @@ func (t *tx) QueryContext(ctx context.Context, query string, args ...any) (sqlst
 }
 
 func (t *tx) QueryRowContext(ctx context.Context, query string, args ...any) sqlstore.Row {
+	if f := t.follow; f != nil {
+		t.follow = nil
+		return t.queryRowFollowed(ctx, query, args, f)
+	}
 	if t.begun {
 		return querier{q: t.conn}.QueryRowContext(ctx, query, args...)
 	}

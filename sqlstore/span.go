@@ -90,3 +90,12 @@ type spanAtCommitTx struct{ spanTx }
 func (t spanAtCommitTx) ExecAtCommit(query string, args ...any) {
 	t.tx.(AtCommiter).ExecAtCommit(query, args...)
 }
+
+// QueryRowAfterNext implements Follower when the Tx does. The statement has
+// no span of its own: it runs in the round trip of the next one.
+func (t spanAtCommitTx) QueryRowAfterNext(query string, args ...any) (Row, bool) {
+	if f, ok := t.tx.(Follower); ok {
+		return f.QueryRowAfterNext(query, args...)
+	}
+	return nil, false
+}

@@ -215,6 +215,19 @@ type AtCommiter interface {
 	ExecAtCommit(query string, args ...any)
 }
 
+// Follower is implemented by a Tx that can send a statement right after
+// the transaction's next one, in the same round trip (a PATCH's UPDATE
+// with the read FOR UPDATE of the record it changes: see Update).
+// PostgreSQL runs them in order; when the next statement fails, the one
+// that follows does not run.
+type Follower interface {
+	// QueryRowAfterNext queues query to run right after the next
+	// statement the transaction runs, and returns its row, which can be
+	// scanned once the next statement's row has been. ok is false when
+	// the Tx cannot (then nothing is queued).
+	QueryRowAfterNext(query string, args ...any) (row Row, ok bool)
+}
+
 // execAtCommit runs query in tx with its commit when tx can (AtCommiter),
 // and now otherwise.
 func execAtCommit(ctx context.Context, tx Tx, query string, args ...any) error {
@@ -1042,6 +1055,17 @@ func (s *Store) Update(ctx context.Context, res *resourceapi.Resource, id int64,
 		if err := s.idempotentBefore(ctx, tx, idem); err != nil {
 			return err
 		}
+		// Where it can, the UPDATE goes with the read FOR UPDATE of the
+		// record, in one round trip, before the record's conditions are
+		// checked: a write they refuse is rolled back, the UPDATE with it
+		// (updateAhead).
+		var ahead *updateStatement
+		if f, ok := tx.(Follower); ok && aheadable(res, patch) {
+			u := s.updateQuery(res, id, nil, patch)
+			if u.row, ok = f.QueryRowAfterNext(u.q.String(), u.q.args...); ok {
+				ahead = u
+			}
+		}
 		cur, err := s.current(ctx, tx, res, id, patch, cond, false)
 		if err != nil {
 			return err
@@ -1049,7 +1073,12 @@ func (s *Store) Update(ctx context.Context, res *resourceapi.Resource, id int64,
 		if cur == nil {
 			return notFound(res)
 		}
-		if out, err = s.update(ctx, tx, res, cur, patch); err != nil {
+		if ahead != nil {
+			out, err = s.updated(ctx, tx, res, cur, ahead)
+		} else {
+			out, err = s.update(ctx, tx, res, cur, patch)
+		}
+		if err != nil {
 			return err
 		}
 		if err := s.keepIdempotent(ctx, tx, idem, out); err != nil {
@@ -1557,11 +1586,38 @@ func (s *Store) writeItems(ctx context.Context, tx Querier, res *resourceapi.Res
 // update writes the fields present in change over cur and returns the stored
 // record.
 func (s *Store) update(ctx context.Context, tx Querier, res *resourceapi.Resource, cur, change resourceapi.Record) (resourceapi.Record, error) {
-	after := maps.Clone(cur)
-	q := s.newQuery()
+	u := s.updateQuery(res, cur.ID(), cur, change)
+	if err := s.checkRetain(ctx, tx, res, cur, u.after); err != nil {
+		return nil, err
+	}
+	if err := s.checkReferences(ctx, tx, res, u.changed); err != nil {
+		return nil, err
+	}
+	u.row = tx.QueryRowContext(ctx, u.q.String(), u.q.args...)
+	return s.updated(ctx, tx, res, cur, u)
+}
+
+// updateStatement is the UPDATE of a record by a change, and once sent,
+// its row.
+type updateStatement struct {
+	q       *Query
+	read    *columns
+	items   map[*resourceapi.Field][]resourceapi.Record
+	changed resourceapi.Record // the fields the change writes
+	after   resourceapi.Record // cur with the change written over it
+	row     Row
+}
+
+// updateQuery builds the UPDATE that writes change over the record id of
+// res, whose stored values are cur; cur may be nil when change depends on
+// none of them (aheadable), and then after is too.
+func (s *Store) updateQuery(res *resourceapi.Resource, id int64, cur, change resourceapi.Record) *updateStatement {
+	u := &updateStatement{q: s.newQuery(), read: s.returnColumns(res), changed: make(resourceapi.Record, len(change))}
+	if cur != nil {
+		u.after = maps.Clone(cur)
+	}
+	q := u.q
 	var sets []string
-	var items map[*resourceapi.Field][]resourceapi.Record
-	changed := make(resourceapi.Record, len(change))
 	for i := range res.Fields {
 		f := &res.Fields[i]
 		v, ok := change[f.Name]
@@ -1577,29 +1633,55 @@ func (s *Store) update(ctx context.Context, tx Querier, res *resourceapi.Resourc
 			}
 			v = x.Value
 		}
-		after[f.Name] = v
-		changed[f.Name] = v
+		if u.after != nil {
+			u.after[f.Name] = v
+		}
+		u.changed[f.Name] = v
 		if f.Type == resourceapi.TypeItems {
-			if items == nil {
-				items = make(map[*resourceapi.Field][]resourceapi.Record)
+			if u.items == nil {
+				u.items = make(map[*resourceapi.Field][]resourceapi.Record)
 			}
-			items[f], _ = v.([]resourceapi.Record)
+			u.items[f], _ = v.([]resourceapi.Record)
 			continue
 		}
 		for _, c := range writeColumns(f, v) {
 			sets = append(sets, c.name+" = "+q.Arg(c.value))
 		}
 	}
-	if err := s.checkRetain(ctx, tx, res, cur, after); err != nil {
-		return nil, err
-	}
-	if err := s.checkReferences(ctx, tx, res, changed); err != nil {
-		return nil, err
-	}
 	sets = append(sets, "updated_at = "+q.Arg(resourceapi.Timestamp(s.now())))
-	read := s.returnColumns(res)
-	q.WriteString("UPDATE " + res.Name + " SET " + join(sets) + " WHERE id = " + q.Arg(cur.ID()) + " RETURNING " + read.list)
-	out, err := read.scan(tx.QueryRowContext(ctx, q.String(), q.args...), nil)
+	q.WriteString("UPDATE " + res.Name + " SET " + join(sets) + " WHERE id = " + q.Arg(id) + " RETURNING " + u.read.list)
+	return u
+}
+
+// aheadable reports whether a change to a record of res can be written
+// before the record is read (Follower): what it writes depends on nothing
+// stored (no IfChanged), and nothing needs checking before it is written
+// (the Retain invariant, references, items of their own table).
+func aheadable(res *resourceapi.Resource, change resourceapi.Record) bool {
+	if res.Retain != nil && touchesRetain(res, change) {
+		return false
+	}
+	for i := range res.Fields {
+		f := &res.Fields[i]
+		v, ok := change[f.Name]
+		if !ok {
+			continue
+		}
+		if f.Type == resourceapi.TypeItems || f.Items != nil || f.References != "" {
+			return false
+		}
+		switch v.(type) {
+		case resourceapi.IfChanged, resourceapi.IfCreated:
+			return false
+		}
+	}
+	return true
+}
+
+// updated reads the row of u, sent, and writes its items; it returns the
+// stored record.
+func (s *Store) updated(ctx context.Context, tx Querier, res *resourceapi.Resource, cur resourceapi.Record, u *updateStatement) (resourceapi.Record, error) {
+	out, err := u.read.scan(u.row, nil)
 	if err != nil {
 		return nil, s.writeError(res, err)
 	}
@@ -1608,7 +1690,7 @@ func (s *Store) update(ctx context.Context, tx Querier, res *resourceapi.Resourc
 		if f.Type != resourceapi.TypeItems {
 			continue
 		}
-		list, ok := items[f]
+		list, ok := u.items[f]
 		if !ok {
 			out[f.Name] = cur[f.Name] // unchanged
 			continue

@@ -68,3 +68,14 @@ func (t tracedAtCommitTx) ExecAtCommit(query string, args ...any) {
 	t.on(query)
 	t.tx.(AtCommiter).ExecAtCommit(query, args...)
 }
+
+// QueryRowAfterNext implements Follower when the Tx does, and counts the
+// statement when it is queued.
+func (t tracedAtCommitTx) QueryRowAfterNext(query string, args ...any) (Row, bool) {
+	f, ok := t.tx.(Follower)
+	if !ok {
+		return nil, false
+	}
+	t.on(query)
+	return f.QueryRowAfterNext(query, args...)
+}

@@ -511,6 +511,13 @@ var conditionals = []conditional{
 		_, err := s.Update(timeout(t), users, id, mustValid(t, resourceapi.Record{"name": "New", "deleted": true}, resourceapi.ModePatch), cond)
 		return err
 	}},
+	// A change that depends on nothing stored: on PostgreSQL its UPDATE
+	// is sent with the read of the record, before the Condition sees it
+	// (sqlstore.Follower), and rolled back when the Condition refuses.
+	{"UpdateAge", func(t *testing.T, s resourceapi.Store, id int64, cond resourceapi.Condition) error {
+		_, err := s.Update(timeout(t), users, id, mustValid(t, resourceapi.Record{"age": int64(99)}, resourceapi.ModePatch), cond)
+		return err
+	}},
 	{"Delete", func(t *testing.T, s resourceapi.Store, id int64, cond resourceapi.Condition) error {
 		return s.Delete(timeout(t), users, id, cond)
 	}},
