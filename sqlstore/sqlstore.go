@@ -219,7 +219,8 @@ type AtCommiter interface {
 // the transaction's next one, in the same round trip (a PATCH's UPDATE
 // with the read FOR UPDATE of the record it changes: see Update).
 // PostgreSQL runs them in order; when the next statement fails, the one
-// that follows does not run.
+// that follows does not run. Only PostgreSQL's Tx is one: the UPDATE it
+// carries is written in its SQL (GREATEST, see updateQuery).
 type Follower interface {
 	// QueryRowAfterNext queues query to run right after the next
 	// statement the transaction runs, and returns its row, which can be
@@ -1648,7 +1649,15 @@ func (s *Store) updateQuery(res *resourceapi.Resource, id int64, cur, change res
 			sets = append(sets, c.name+" = "+q.Arg(c.value))
 		}
 	}
-	sets = append(sets, "updated_at = "+q.Arg(resourceapi.Timestamp(s.now())))
+	now := q.Arg(resourceapi.Timestamp(s.now()))
+	if cur == nil {
+		// Stamped before the record's lock was taken: a write that took
+		// it first may have stamped later. A record's versions keep
+		// their order, as when the stamp follows the lock.
+		sets = append(sets, "updated_at = GREATEST("+now+", updated_at)")
+	} else {
+		sets = append(sets, "updated_at = "+now)
+	}
 	q.WriteString("UPDATE " + res.Name + " SET " + join(sets) + " WHERE id = " + q.Arg(id) + " RETURNING " + u.read.list)
 	return u
 }
