@@ -28,14 +28,26 @@ func (dialect) Value(v any) any { return v }
 
 func (dialect) Bool(b bool) string { return strconv.FormatBool(b) }
 
-// Search matches the lower-cased copies of the searchable columns (see
-// schema.Search) with LIKE against the lower-cased pattern, which is
+// Search matches the records whose lower-cased copies of the searchable
+// columns, in their search table (see schema.Search), match the pattern:
+// the ids of SearchMatch's rows.
+func (d dialect) Search(q *sqlstore.Query, res *resourceapi.Resource, s string) string {
+	return "id IN (SELECT id FROM " + SearchTable(res.Name) + " WHERE " + d.SearchMatch(q, res, s) + ")"
+}
+
+var _ sqlstore.SearchTable = dialect{}
+
+// SearchTable implements sqlstore.SearchTable.
+func (dialect) SearchTable(res *resourceapi.Resource) string { return SearchTable(res.Name) }
+
+// SearchMatch implements sqlstore.SearchTable: the lower-cased copies of
+// the searchable columns match the lower-cased pattern with LIKE, which is
 // exactly ILIKE on a UTF-8 database (PostgreSQL's ILIKE lower-cases both
 // sides with lower, then compares as LIKE) without lower-casing each row
 // it checks: the recheck of the trigram index's matches cost about half.
 // The pattern is lower-cased once per statement (an InitPlan): lower($1)
 // itself, in a generic plan, is evaluated again for every row.
-func (dialect) Search(q *sqlstore.Query, res *resourceapi.Resource, s string) string {
+func (dialect) SearchMatch(q *sqlstore.Query, res *resourceapi.Resource, s string) string {
 	p := "(SELECT lower(" + q.Arg(sqlstore.LikePattern(s)) + "))"
 	var ors []string
 	for _, col := range sqlstore.SearchColumns(res) {

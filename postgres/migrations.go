@@ -218,39 +218,132 @@ func (schema) Retire(t *sqlstore.SchemaTable) string {
 	return "CREATE TRIGGER " + t.Name + "_retire AFTER DELETE ON " + t.Name + " FOR EACH ROW EXECUTE FUNCTION retire_id();\n\n"
 }
 
-// Search keeps, for each searchable column, a lower-cased copy that
-// PostgreSQL computes on every write (a stored generated column,
-// SearchColumn), and one trigram GIN index over the copies, with a short
-// pending list (see migrations 00027 and 00033). The store matches q with
-// LIKE on the copies, which PostgreSQL's ILIKE is on a UTF-8 database
-// (lower on both sides, then LIKE), without lower-casing every row it
-// checks. Copies of columns no longer searched are dropped.
-func (schema) Search(t *sqlstore.SchemaTable, old []string, _ bool) string {
+// Search keeps what q is matched against in a table of its own,
+// SearchTable(t): the record's id (its primary key, and a foreign key to
+// the record, which takes its copy along when it goes), the soft-delete
+// column where t has one (so that a search counts its matches in that
+// table alone), and for each searchable column a lower-cased copy
+// (SearchColumn), with one trigram GIN index over the copies and a short
+// pending list (see migrations 00027, 00033 and 00038). Triggers write it:
+// on insert, and on an update of the searchable or soft-delete columns
+// only, so that a write of another column (a PATCH of age) adds no entry
+// to the trigram index, which was half of a write's cost when the copies
+// were columns of t. The store matches q with LIKE on the copies, which
+// PostgreSQL's ILIKE is on a UTF-8 database (lower on both sides, then
+// LIKE), without lower-casing every row it checks. Copies of columns no
+// longer searched are dropped, and the table with the last of them.
+func (schema) Search(t *sqlstore.SchemaTable, old []string, existing bool) string {
+	name, side := t.Name, SearchTable(t.Name)
 	var b strings.Builder
-	if len(old) > 0 {
-		b.WriteString("DROP INDEX " + t.Name + "_search;\n")
-	}
-	for _, c := range old {
-		if !slices.Contains(t.Search, c) {
-			b.WriteString("ALTER TABLE " + t.Name + " DROP COLUMN " + SearchColumn(c) + ";\n")
-		}
-	}
 	if len(t.Search) == 0 {
+		b.WriteString("DROP TRIGGER " + side + "_insert ON " + name + ";\n")
+		b.WriteString("DROP TRIGGER " + side + "_update ON " + name + ";\n")
+		b.WriteString("DROP FUNCTION " + side + "();\n")
+		b.WriteString("DROP TABLE " + side + ";\n")
 		return b.String()
 	}
-	ops := make([]string, len(t.Search))
-	for i, c := range t.Search {
-		if !slices.Contains(old, c) {
-			b.WriteString("ALTER TABLE " + t.Name + " ADD COLUMN " + SearchColumn(c) + " text GENERATED ALWAYS AS (lower(" + c + ")) STORED;\n")
+	// keep lists the columns the table keeps, with the expressions that
+	// compute them from a row of t (r).
+	keep := func(r string) (cols, values []string) {
+		if t.SoftDelete != "" {
+			cols, values = append(cols, t.SoftDelete), append(values, r+t.SoftDelete)
 		}
-		ops[i] = SearchColumn(c) + " gin_trgm_ops"
+		for _, c := range t.Search {
+			cols, values = append(cols, SearchColumn(c)), append(values, "lower("+r+c+")")
+		}
+		return cols, values
 	}
-	b.WriteString("CREATE INDEX " + t.Name + "_search ON " + t.Name + " USING gin (" + strings.Join(ops, ", ") + ") WITH (gin_pending_list_limit = 64);\n")
+	cols, values := keep("")
+	index := "CREATE INDEX " + side + "_trgm ON " + side + " USING gin (" + trigramOps(t.Search) + ") WITH (gin_pending_list_limit = 64);\n"
+	if len(old) == 0 {
+		b.WriteString("CREATE TABLE " + side + " (\n    id bigint PRIMARY KEY REFERENCES " + name + " (id) ON DELETE CASCADE")
+		if t.SoftDelete != "" {
+			typ := "boolean"
+			for i := range t.Columns {
+				if t.Columns[i].Name == t.SoftDelete {
+					typ = columnType(&t.Columns[i])
+				}
+			}
+			b.WriteString(",\n    " + t.SoftDelete + " " + typ + " NOT NULL")
+		}
+		for _, c := range t.Search {
+			b.WriteString(",\n    " + SearchColumn(c) + " text")
+		}
+		b.WriteString("\n);\n")
+		// The record cache serves searches: writers other than the solo
+		// holder wait here too (as CreateTable's tables).
+		b.WriteString("CREATE TRIGGER solo_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON " + side +
+			" FOR EACH STATEMENT EXECUTE FUNCTION solo_guard();\n")
+		if existing {
+			b.WriteString("INSERT INTO " + side + " (id, " + strings.Join(cols, ", ") + ")\n    SELECT id, " + strings.Join(values, ", ") + " FROM " + name + ";\n")
+		}
+		b.WriteString(index)
+	} else {
+		b.WriteString("DROP INDEX " + side + "_trgm;\n")
+		var alter, fill []string
+		for _, c := range old {
+			if !slices.Contains(t.Search, c) {
+				alter = append(alter, "DROP COLUMN "+SearchColumn(c))
+			}
+		}
+		for _, c := range t.Search {
+			if !slices.Contains(old, c) {
+				alter = append(alter, "ADD COLUMN "+SearchColumn(c)+" text")
+				fill = append(fill, SearchColumn(c)+" = lower(r."+c+")")
+			}
+		}
+		b.WriteString("ALTER TABLE " + side + " " + strings.Join(alter, ", ") + ";\n")
+		if len(fill) > 0 {
+			b.WriteString("UPDATE " + side + " s SET " + strings.Join(fill, ", ") + " FROM " + name + " r WHERE r.id = s.id;\n")
+		}
+		b.WriteString(index)
+		b.WriteString("DROP TRIGGER " + side + "_update ON " + name + ";\n")
+	}
+	newCols, newValues := keep("NEW.")
+	sets := make([]string, len(newCols))
+	for i := range newCols {
+		sets[i] = newCols[i] + " = " + newValues[i]
+	}
+	b.WriteString("\n" + block("CREATE OR REPLACE FUNCTION "+side+"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n"+
+		"    IF TG_OP = 'INSERT' THEN\n"+
+		"        INSERT INTO "+side+" (id, "+strings.Join(newCols, ", ")+")\n"+
+		"            VALUES (NEW.id, "+strings.Join(newValues, ", ")+");\n"+
+		"    ELSE\n"+
+		"        UPDATE "+side+" SET "+strings.Join(sets, ", ")+" WHERE id = NEW.id;\n"+
+		"    END IF;\n"+
+		"    RETURN NULL;\nEND;\n$$;\n"))
+	if len(old) == 0 {
+		b.WriteString("CREATE TRIGGER " + side + "_insert AFTER INSERT ON " + name + "\n    FOR EACH ROW EXECUTE FUNCTION " + side + "();\n")
+	}
+	watched := slices.Clone(t.Search)
+	if t.SoftDelete != "" {
+		watched = append(watched, t.SoftDelete)
+	}
+	conds := make([]string, len(watched))
+	for i, c := range watched {
+		conds[i] = "OLD." + c + " IS DISTINCT FROM NEW." + c
+	}
+	b.WriteString("CREATE TRIGGER " + side + "_update AFTER UPDATE OF " + strings.Join(watched, ", ") + " ON " + name + "\n" +
+		"    FOR EACH ROW WHEN (" + strings.Join(conds, " OR ") + ")\n    EXECUTE FUNCTION " + side + "();\n")
 	return b.String()
 }
 
-// SearchColumn returns the column that holds column's lower-cased copy,
-// which q is matched against (Search).
+// trigramOps returns the key columns of a search table's trigram index:
+// the copies of columns.
+func trigramOps(columns []string) string {
+	ops := make([]string, len(columns))
+	for i, c := range columns {
+		ops[i] = SearchColumn(c) + " gin_trgm_ops"
+	}
+	return strings.Join(ops, ", ")
+}
+
+// SearchTable returns the table that keeps the copies q is matched
+// against of table's searchable columns (Search).
+func SearchTable(table string) string { return table + "_search" }
+
+// SearchColumn returns the column of the search table that holds
+// column's lower-cased copy, which q is matched against (Search).
 func SearchColumn(column string) string { return column + "_lower" }
 
 // Contains is one GIN index of the list column, which serves @> for any

@@ -725,8 +725,18 @@ func (s *Store) searchFirst(q *Query, cols *columns, res *resourceapi.Resource, 
 	if lq.NoTotal {
 		total = "-1"
 	}
-	q.WriteString("WITH c AS MATERIALIZED (SELECT count(*) AS n FROM " + res.Name)
-	q.where(res, lq)
+	side, _ := s.dialect.(SearchTable)
+	// rest: lq's filters without q, which the rows of res are checked
+	// against where q is matched in the search table.
+	rest := lq
+	rest.Search = ""
+	q.WriteString("WITH c AS MATERIALIZED (SELECT ")
+	if side != nil {
+		s.searchCount(q, side, res, lq)
+	} else {
+		q.WriteString("count(*) AS n FROM " + res.Name)
+		q.where(res, lq)
+	}
 	q.WriteString("), g AS MATERIALIZED (SELECT c.n, ")
 	if walkable {
 		k := lq.Offset + lq.Limit + 1
@@ -735,7 +745,16 @@ func (s *Store) searchFirst(q *Query, cols *columns, res *resourceapi.Resource, 
 		q.WriteString("false AS walk")
 	}
 	q.WriteString(" FROM c), m AS MATERIALIZED (SELECT " + keys + " FROM " + res.Name)
-	q.where(res, lq)
+	if side != nil {
+		// Each match is looked up by id, a cost in proportion to the
+		// matches, which are few when the search sorts them and the walk
+		// can be taken (n*n < k*N). With id IN, the planner (guessing q's
+		// selectivity in a generic plan) hash-joined them with a scan of
+		// the whole table.
+		q.where(res, rest, "id = ANY(ARRAY(SELECT id FROM "+side.SearchTable(res)+" WHERE "+side.SearchMatch(q, res, lq.Search)+"))")
+	} else {
+		q.where(res, lq)
+	}
 	// The page's ids are an array (an InitPlan), which the primary key's
 	// index looks up: with id IN, the planner, counting 21 ids from each
 	// way, hash-joined them with a scan of the whole table.
@@ -744,7 +763,13 @@ func (s *Store) searchFirst(q *Query, cols *columns, res *resourceapi.Resource, 
 		q.WriteString("(SELECT id FROM (SELECT * FROM " + res.Name)
 		q.where(res, fence, s.keyset(q, res, lq, desc)...)
 		q.WriteString(" ORDER BY " + order + " OFFSET 0) w")
-		q.where(res, lq, "(SELECT walk FROM g)")
+		if side != nil {
+			// Each row walked is looked up in the search table by id: a
+			// join would find every match again through the trigram index.
+			q.where(res, rest, searchRow(q, side, res, lq.Search, "w"), "(SELECT walk FROM g)")
+		} else {
+			q.where(res, lq, "(SELECT walk FROM g)")
+		}
 		q.WriteString(pageLimit(q, lq) + ") UNION ALL ")
 	}
 	// A q that matches nothing does not look for its matches again.
@@ -753,6 +778,63 @@ func (s *Store) searchFirst(q *Query, cols *columns, res *resourceapi.Resource, 
 		q.WriteString(" AND " + keyset[0])
 	}
 	q.WriteString(" ORDER BY " + order + pageLimit(q, lq) + "))) ORDER BY " + order)
+}
+
+// SearchTable is implemented by a Dialect whose database keeps what q is
+// matched against in a table of its own per resource (PostgreSQL), so that
+// a write of a field that is not searched leaves the search index alone.
+// Its Search is a condition on the resource's table (the ids of the
+// matches); searchFirst uses the table itself.
+type SearchTable interface {
+	// SearchTable returns the name of res's search table: its records'
+	// ids, res's soft-delete column under the same name, and what
+	// SearchMatch reads.
+	SearchTable(res *resourceapi.Resource) string
+	// SearchMatch returns a condition on the columns of res's search table
+	// matching the rows of the records whose searchable fields contain s,
+	// as Search does.
+	SearchMatch(q *Query, res *resourceapi.Resource, s string) string
+}
+
+// searchCount appends the count of lq's matches, as the column n, where
+// the dialect keeps a search table. With no filter but the soft-delete
+// state (which the table keeps), the table alone counts them, through its
+// trigram index; hidden records left out (keptCount) are few, and those
+// that match are subtracted, each looked up by id. Other filters are
+// checked on the records' rows, which the matches' ids are joined with:
+// joining every match cost a search of 1,250 matches among 10,000 users
+// three times the count in the search table alone.
+func (s *Store) searchCount(q *Query, side SearchTable, res *resourceapi.Resource, lq resourceapi.ListQuery) {
+	rest := lq
+	rest.Search = ""
+	kept, hidden := keptCount(res, rest)
+	if !kept {
+		q.WriteString("count(*) AS n FROM " + res.Name)
+		q.where(res, lq)
+		return
+	}
+	state := rest
+	state.Filters = nil
+	for _, fv := range lq.Filters {
+		if fv.Filter.Kind == resourceapi.FilterSoftDelete {
+			state.Filters = append(state.Filters, fv)
+		}
+	}
+	q.WriteString("(SELECT count(*) FROM " + side.SearchTable(res))
+	q.where(res, state, side.SearchMatch(q, res, lq.Search))
+	q.WriteString(")")
+	if hidden {
+		q.WriteString(" - (SELECT count(*) FROM " + res.Name)
+		q.where(res, state, column(res.Field(res.Hidden))+" = "+s.dialect.Bool(true), searchRow(q, side, res, lq.Search, res.Name))
+		q.WriteString(")")
+	}
+	q.WriteString(" AS n")
+}
+
+// searchRow returns the condition that the record whose row is named row
+// matches s, looked up in the search table by its id.
+func searchRow(q *Query, side SearchTable, res *resourceapi.Resource, s, row string) string {
+	return "(SELECT " + side.SearchMatch(q, res, s) + " FROM " + side.SearchTable(res) + " s WHERE s.id = " + row + ".id)"
 }
 
 // scanPage runs q, a page's statement (the record's columns, the total and,
