@@ -437,6 +437,13 @@ func addVary(h http.Header, name string) {
 			}
 		}
 	}
+	if len(vs) > 0 {
+		// Replacing a key's value goes through the map's insertion path,
+		// which grows a map of eight keys (the small map's limit, and what
+		// a GET of a record has by now) into a table, three allocations,
+		// even though no key is added. A map with one key fewer does not.
+		delete(h, "Vary")
+	}
 	switch {
 	case len(vs) == 0 && name == "Accept-Encoding":
 		h["Vary"] = varyAcceptEncoding

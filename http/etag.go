@@ -28,14 +28,23 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // when a representation does, and CRCs catch every change of up to 32
 // consecutive bits.
 func etagOf(body []byte) string {
+	var tag [etagLen]byte
+	return string(appendETag(tag[:0], body))
+}
+
+// etagLen is the length of an entity tag: 16 hex digits in quotes.
+const etagLen = 18
+
+// appendETag appends etagOf(body) to b.
+func appendETag(b, body []byte) []byte {
 	h := uint64(crc32.ChecksumIEEE(body))<<32 | uint64(crc32.Checksum(body, castagnoli))
-	var tag [18]byte
-	tag[0], tag[17] = '"', '"'
-	for i := 16; i >= 1; i-- {
+	var tag [etagLen]byte
+	tag[0], tag[etagLen-1] = '"', '"'
+	for i := etagLen - 2; i >= 1; i-- {
 		tag[i] = hexDigits[h&0xf]
 		h >>= 4
 	}
-	return string(tag[:])
+	return append(b, tag[:]...)
 }
 
 // etag returns the entity tag of a record: the hash of its full rendering,

@@ -35,6 +35,13 @@ type requestInfo struct {
 	// with this one allocation instead of one each.
 	status statusWriter
 	route  routeWriter
+
+	// vals holds the values of the headers that every GET of a record
+	// sets, one each: X-Request-Id (vals[0], requestID) and ETag,
+	// Last-Modified and Content-Length (writeCacheable). Each header gets a
+	// sub-slice of capacity 1, so that Header.Add copies instead of
+	// writing into the next.
+	vals [4]string
 }
 
 type infoKey struct{}
@@ -72,8 +79,9 @@ func (s *Server) requestID(next http.Handler) http.Handler {
 		if !validRequestID(id) {
 			id = s.ids.next()
 		}
-		w.Header()["X-Request-Id"] = []string{id}
 		info := &requestInfo{id: id}
+		info.vals[0] = id
+		w.Header()["X-Request-Id"] = info.vals[0:1:1]
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), infoKey{}, info)))
 	})
 }

@@ -154,7 +154,7 @@ func (h *resourceHandlers) list() http.Handler {
 		h.s.setLinks(w, r, params, q, page, links)
 		// A collection has no single modification time, so its validator is
 		// the hash of exactly what was sent.
-		writeCacheable(w, r, b, etagOf(b), time.Time{})
+		writeCacheable(w, r, b, b, time.Time{})
 		return nil
 	})
 }
@@ -318,7 +318,7 @@ func (h *resourceHandlers) writeRecord(w http.ResponseWriter, r *http.Request, s
 	if err != nil {
 		return err
 	}
-	tag, body := etagOf(full), full
+	body := full
 	if fields != nil {
 		b, err := h.view.appendRecord(full, rec, fields)
 		*buf = b
@@ -328,9 +328,10 @@ func (h *resourceHandlers) writeRecord(w http.ResponseWriter, r *http.Request, s
 		body = b[len(full):]
 	}
 	if status == http.StatusOK && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-		writeCacheable(w, r, body, tag, updatedAt(rec))
+		writeCacheable(w, r, body, full, updatedAt(rec))
 		return nil
 	}
+	tag := etagOf(full)
 	if status == http.StatusCreated && len(h.view.once) > 0 {
 		// return=minimal is not honoured here: the secret is shown only
 		// in this response, and would be lost.
@@ -384,33 +385,37 @@ func preferMinimal(r *http.Request) bool {
 }
 
 // writeCacheable sends the 200 response of a GET (or HEAD) with its
-// validators, or 304 when the client's copy is current. The 304 declares the
+// validators, or 304 when the client's copy is current. Its entity tag is
+// that of tagged, the full representation (body itself, or a record's full
+// rendering when body has only some of its fields). The 304 declares the
 // length of the 200 it stands for, so that the compressor gives it the tag
 // that 200 would have had (see compressWriter.notModified); the length itself
 // is not sent.
-func writeCacheable(w http.ResponseWriter, r *http.Request, body []byte, tag string, modified time.Time) {
+func writeCacheable(w http.ResponseWriter, r *http.Request, body, tagged []byte, modified time.Time) {
 	h := w.Header()
-	// The three values share one slice, and Last-Modified and
-	// Content-Length one string: two allocations instead of five on every
-	// GET of a record. Each header gets a slice of its own capacity, so
-	// that adding a value to one (Header.Add) cannot overwrite another.
-	vals := make([]string, 3)
-	vals[0] = tag
-	h["Etag"] = vals[0:1:1] // the canonical form of ETag, set without canonicalizing
-	h["Cache-Control"] = cacheRevalidate
-	var buf [len(http.TimeFormat) + 20]byte
-	b := buf[:0]
+	// ETag, Last-Modified and Content-Length are one string, and their
+	// values live in the request's shared state (requestInfo.vals): one
+	// allocation instead of six on every GET of a record. Each header gets
+	// a slice of its own capacity, so that adding a value to one
+	// (Header.Add) cannot overwrite another.
+	var buf [etagLen + len(http.TimeFormat) + 20]byte
+	b := appendETag(buf[:0], tagged)
 	if !modified.IsZero() {
 		b = modified.UTC().AppendFormat(b, http.TimeFormat)
 	}
 	lm := len(b)
 	b = strconv.AppendInt(b, int64(len(body)), 10)
-	both := string(b)
-	if lm > 0 {
-		vals[1] = both[:lm]
+	all := string(b)
+	tag := all[:etagLen]
+	vals := infoFrom(r).vals[1:4]
+	vals[0] = tag
+	h["Etag"] = vals[0:1:1] // the canonical form of ETag, set without canonicalizing
+	h["Cache-Control"] = cacheRevalidate
+	if lm > etagLen {
+		vals[1] = all[etagLen:lm]
 		h["Last-Modified"] = vals[1:2:2]
 	}
-	vals[2] = both[lm:]
+	vals[2] = all[lm:]
 	h["Content-Length"] = vals[2:3:3]
 	if notModified(r, tag, modified) {
 		w.WriteHeader(http.StatusNotModified)

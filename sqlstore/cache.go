@@ -159,8 +159,10 @@ type fill struct {
 func (f fill) ok() bool { return f.epochs != nil }
 
 // lookup returns the valid entry under k, or nil and the fill for what the
-// read will find. Entries are shared and read-only.
-func (c *cache) lookup(k cacheKey) (*entry, fill) {
+// read will find. Entries are shared and read-only. A value's key may come
+// as query instead of k.query, bytes that are not made into a string to
+// look it up.
+func (c *cache) lookup(k cacheKey, query []byte) (*entry, fill) {
 	if c == nil {
 		return nil, fill{}
 	}
@@ -180,12 +182,17 @@ func (c *cache) lookup(k cacheKey) (*entry, fill) {
 	}
 	ep := c.epochs(k.res)
 	f := fill{epochs: ep, writes: ep.writes, access: ep.access, global: c.global, owners: c.owners}
-	e := c.entries[k]
+	var e *entry
+	if query != nil {
+		e = c.entries[cacheKey{res: k.res, id: k.id, query: string(query)}]
+	} else {
+		e = c.entries[k]
+	}
 	if e == nil {
 		c.misses++
 		return nil, f
 	}
-	if e.global != c.global || e.epoch != ep.epochOf(k) ||
+	if e.global != c.global || e.epoch != ep.epochOf(e.key) ||
 		e.owner != 0 && uint64(e.ownerStamp) != c.ownerLast[ownerBucket(e.owner)] {
 		c.remove(e)
 		c.misses++
@@ -200,7 +207,7 @@ func (c *cache) lookup(k cacheKey) (*entry, fill) {
 // record returns the cached record id of res, or nil and the fill to pass to
 // storeRecord.
 func (c *cache) record(res *resourceapi.Resource, id int64) (resourceapi.Record, fill) {
-	e, f := c.lookup(cacheKey{res: res, id: id})
+	e, f := c.lookup(cacheKey{res: res, id: id}, nil)
 	if e == nil {
 		return nil, f
 	}
@@ -210,7 +217,7 @@ func (c *cache) record(res *resourceapi.Resource, id int64) (resourceapi.Record,
 // page returns the cached page of res for the query key, or false and the
 // fill to pass to storePage.
 func (c *cache) page(res *resourceapi.Resource, key string) (resourceapi.Page, bool, fill) {
-	e, f := c.lookup(cacheKey{res: res, query: key})
+	e, f := c.lookup(cacheKey{res: res, query: key}, nil)
 	if e == nil {
 		return resourceapi.Page{}, false, f
 	}
@@ -221,9 +228,10 @@ func (c *cache) page(res *resourceapi.Resource, key string) (resourceapi.Page, b
 // under key, or false and the fill to pass to storeValue. Values are valid
 // under the resource's access epoch: any write of the resource that may
 // change access (changesAccess: all but the creation of a user) drops them
-// all, and so does a commit of another process.
-func (c *cache) value(res *resourceapi.Resource, key string) (any, bool, fill) {
-	e, f := c.lookup(cacheKey{res: res, query: key})
+// all, and so does a commit of another process. key is bytes, so that a
+// hit makes no string of it.
+func (c *cache) value(res *resourceapi.Resource, key []byte) (any, bool, fill) {
+	e, f := c.lookup(cacheKey{res: res}, key)
 	if e == nil {
 		return nil, false, f
 	}

@@ -315,17 +315,17 @@ func TestCacheAccountsOutliveOtherUsersChanges(t *testing.T) {
 		c.storeValue(users, key(id), f, resourceapi.Account{User: userRecord(id, "old")}, 64, id)
 	}
 	cached := func(id int64) bool {
-		_, ok, _ := c.value(users, key(id))
+		_, ok, _ := c.value(users, []byte(key(id)))
 		return ok
 	}
 	for _, id := range []int64{7, 8, 7 + ownerBuckets} {
-		_, _, f := c.value(users, key(id))
+		_, _, f := c.value(users, []byte(key(id)))
 		store(id, f)
 		if !cached(id) {
 			t.Fatalf("account %d not cached", id)
 		}
 	}
-	_, _, before := c.value(users, key(7))
+	_, _, before := c.value(users, []byte(key(7)))
 	age := change{res: users, id: 7, neutral: accessNeutral(users, resourceapi.Record{"age": int64(40)})}
 	if !age.neutral {
 		t.Fatal("a change of the age decides access")
@@ -337,7 +337,7 @@ func TestCacheAccountsOutliveOtherUsersChanges(t *testing.T) {
 	if !cached(8) {
 		t.Error("another user's account was dropped by a change of user 7's age")
 	}
-	_, _, during := c.value(users, key(7))
+	_, _, during := c.value(users, []byte(key(7)))
 	store(7, before)
 	store(7, during)
 	if cached(7) {
@@ -355,7 +355,7 @@ func TestCacheAccountsOutliveOtherUsersChanges(t *testing.T) {
 	if !cached(8) {
 		t.Error("another user's account was dropped after the write ended")
 	}
-	_, _, after := c.value(users, key(7))
+	_, _, after := c.value(users, []byte(key(7)))
 	store(7, after)
 	if !cached(7) {
 		t.Error("a read of the account after the write was not stored")

@@ -35,7 +35,9 @@ var _ resourceapi.IdentityStore = (*Store)(nil)
 
 // AccountByID implements resourceapi.IdentityStore.
 func (s *Store) AccountByID(ctx context.Context, id int64) (resourceapi.Account, error) {
-	return s.cachedAccount(ctx, "\x00account id "+strconv.FormatInt(id, 10), func() (resourceapi.Account, error) {
+	var buf [32]byte
+	key := strconv.AppendInt(append(buf[:0], "\x00account id "...), id, 10)
+	return s.cachedAccount(ctx, key, func() (resourceapi.Account, error) {
 		return s.account(ctx, "u.id = "+s.dialect.Placeholder(1), false, id)
 	})
 }
@@ -45,7 +47,7 @@ func (s *Store) AccountByID(ctx context.Context, id int64) (resourceapi.Account,
 // lower-cased), so any spelling of a stored address signs in.
 func (s *Store) AccountByEmail(ctx context.Context, email string) (resourceapi.Account, error) {
 	key := resourceapi.UniqueKey(strings.TrimSpace(email))
-	return s.cachedAccount(ctx, "\x00account email "+key, func() (resourceapi.Account, error) {
+	return s.cachedAccount(ctx, []byte("\x00account email "+key), func() (resourceapi.Account, error) {
 		return s.account(ctx, "u.email_key = "+s.dialect.Placeholder(1), false, key)
 	})
 }
@@ -59,12 +61,18 @@ type keyUser struct {
 	expires time.Time
 }
 
+// keyUserPrefix starts the cache's key of an API key's user, before the
+// key's hash.
+const keyUserPrefix = "\x00key user "
+
 // AccountByAPIKey implements resourceapi.IdentityStore.
 func (s *Store) AccountByAPIKey(ctx context.Context, keyHash string) (resourceapi.Account, error) {
 	if err := ctx.Err(); err != nil {
 		return resourceapi.Account{}, err
 	}
-	key := "\x00key user " + keyHash
+	// The cache's key is built on the stack: a hit makes no string of it.
+	var buf [len(keyUserPrefix) + 64]byte // a SHA-256 in hex
+	key := append(append(buf[:0], keyUserPrefix...), keyHash...)
 	v, ok, fill := s.cache.value(resourceapi.APIKeys, key)
 	if ok {
 		ku := v.(keyUser)
@@ -80,14 +88,15 @@ func (s *Store) AccountByAPIKey(ctx context.Context, keyHash string) (resourceap
 	}
 	acct, err := read()
 	if err == nil {
-		s.cache.storeValue(resourceapi.APIKeys, key, fill, keyUser{acct.User.ID(), acct.ExpiresAt}, 32, 0)
+		s.cache.storeValue(resourceapi.APIKeys, string(key), fill, keyUser{acct.User.ID(), acct.ExpiresAt}, 32, 0)
 	}
 	return acct, err
 }
 
 // cachedAccount returns the account cached under key, or reads it and caches
 // it. A missing account is not cached (a create would have to drop it).
-func (s *Store) cachedAccount(ctx context.Context, key string, read func() (resourceapi.Account, error)) (resourceapi.Account, error) {
+// key is bytes, so that a hit makes no string of it.
+func (s *Store) cachedAccount(ctx context.Context, key []byte, read func() (resourceapi.Account, error)) (resourceapi.Account, error) {
 	if err := ctx.Err(); err != nil {
 		return resourceapi.Account{}, err
 	}
@@ -96,12 +105,12 @@ func (s *Store) cachedAccount(ctx context.Context, key string, read func() (reso
 		return v.(resourceapi.Account), nil
 	}
 	if s.accounts != nil && !fill.ok() {
-		return s.accounts.account(ctx, key, read)
+		return s.accounts.account(ctx, string(key), read)
 	}
 	acct, err := read()
 	if err == nil {
 		size := recordSize(acct.User) + int64(len(acct.PasswordHash)) + 32*int64(len(acct.Permissions))
-		s.cache.storeValue(resourceapi.Users, key, fill, acct, size, acct.User.ID())
+		s.cache.storeValue(resourceapi.Users, string(key), fill, acct, size, acct.User.ID())
 	}
 	return acct, err
 }

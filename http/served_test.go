@@ -1,0 +1,197 @@
+package http_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/resourceapi/resourceapi"
+	rhttp "github.com/resourceapi/resourceapi/http"
+	"github.com/resourceapi/resourceapi/metrics"
+)
+
+// servedUsers is how many users servedGet creates (ids 2 to servedUsers+1;
+// 1 is the admin).
+const servedUsers = 20
+
+// servedGet serves the API on a store (open: mustSQLite, mustPostgres) over
+// a loopback listener, with the
+// middleware as serve wires them (API key, access log through slog's text
+// handler into io.Discard, the metrics observer, no rate limiter) and an
+// http.Server with serve's timeouts, so that net/http's own work for each
+// request (reading it, the response's header map and its copy, the write)
+// is measured with ours. It returns a connection to it and the admin's API
+// key.
+func servedGet(tb testing.TB, open func(testing.TB, resourceapi.Clock) resourceapi.Store) (net.Conn, string) {
+	tb.Helper()
+	db := open(tb, nil)
+	cfg := testConfig(tb, db)
+	cfg.AccessLog = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.Observer = metrics.New()
+	api := rhttp.NewServer(cfg)
+	c := &client{tb: tb, service: cfg.Service}
+	key := c.mustAccount("Test Admin", adminEmail, "admin")
+	for i := range servedUsers {
+		if _, err := cfg.Service.Create(tb.Context(), resourceapi.SystemCaller(), resourceapi.Users, 0,
+			resourceapi.Record{"name": fmt.Sprintf("User %d", i), "email": fmt.Sprintf("user%d@example.com", i)}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := &http.Server{
+		Handler:           api.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+	go srv.Serve(ln)
+	tb.Cleanup(func() { srv.Close() })
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { conn.Close() })
+	return conn, key
+}
+
+// rawGets are GET /api/users/{id} requests as wrk sends them, written to
+// one connection and read back without allocating, so that what a count of
+// allocations sees is the server's.
+type rawGets struct {
+	tb   testing.TB
+	conn net.Conn
+	reqs [][]byte
+	buf  []byte
+	last []byte // the last response, headers and body
+}
+
+func newRawGets(tb testing.TB, conn net.Conn, key string) *rawGets {
+	g := &rawGets{tb: tb, conn: conn, buf: make([]byte, 8<<10)}
+	for id := 2; id < servedUsers+2; id++ {
+		g.reqs = append(g.reqs, fmt.Appendf(nil,
+			"GET /api/users/%d HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: %s\r\nUser-Agent: wrk\r\n\r\n", id, key))
+	}
+	return g
+}
+
+// get sends request i and reads its response: it fails unless the status is
+// 200 and the body is as long as its Content-Length.
+func (g *rawGets) get(i int) {
+	if _, err := g.conn.Write(g.reqs[i%len(g.reqs)]); err != nil {
+		g.tb.Fatal(err)
+	}
+	n, end := 0, -1
+	for end < 0 || n < end {
+		m, err := g.conn.Read(g.buf[n:])
+		if err != nil {
+			g.tb.Fatalf("read: %v (%q)", err, g.buf[:n])
+		}
+		n += m
+		if end < 0 {
+			if h := bytes.Index(g.buf[:n], []byte("\r\n\r\n")); h >= 0 {
+				end = h + 4 + contentLength(g.buf[:h])
+			}
+		}
+	}
+	g.last = g.buf[:n]
+	if n != end || !bytes.HasPrefix(g.last, []byte("HTTP/1.1 200 ")) {
+		g.tb.Fatalf("response: %q", g.last)
+	}
+}
+
+// contentLength reads Content-Length from a response's header block, -1
+// without one.
+func contentLength(head []byte) int {
+	_, v, ok := bytes.Cut(head, []byte("\r\nContent-Length: "))
+	if !ok {
+		return -1
+	}
+	if i := bytes.IndexByte(v, '\r'); i >= 0 {
+		v = v[:i]
+	}
+	n := 0
+	for _, c := range v {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+// maxServedGetAllocs bounds the allocations of a GET of one record as a
+// client over TCP gets it (net/http's included, the client's none): 33
+// in the build that set it, 38 before (docs/performance.md, "Issue 15: the
+// served GET's CPU (restget)").
+const maxServedGetAllocs = 34
+
+// TestServedGetOverTCPAllocations fails when a GET of one record, served by
+// net/http over a connection as in production, allocates more than
+// maxServedGetAllocs times. Unlike an in-process count through the handler
+// alone, it sees what the headers cost net/http (a header map grown past
+// its first eight entries, the copy net/http takes of it) and what reading
+// the request costs.
+func TestServedGetOverTCPAllocations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("serves over TCP")
+	}
+	conn, key := servedGet(t, mustSQLite)
+	g := newRawGets(t, conn, key)
+	for i := range 40 {
+		g.get(i) // the records and the account in their caches
+	}
+	for _, want := range []string{"\r\nApi-Version: 1\r\n", "\r\nCache-Control: private, no-cache\r\n",
+		"\r\nContent-Type: application/json\r\n", "\r\nEtag: \"", "\r\nLast-Modified: ",
+		"\r\nVary: Accept, Accept-Encoding\r\n", "\r\nX-Request-Id: ", "\r\nDate: "} {
+		if !bytes.Contains(g.last, []byte(want)) {
+			t.Errorf("the response lacks %q:\n%s", want, g.last)
+		}
+	}
+	// The fewest of five counts: the server's own goroutines (the WAL
+	// watch, the relay) allocate now and then beside the requests.
+	least := math.Inf(1)
+	i := 0
+	for range 5 {
+		least = min(least, testing.AllocsPerRun(200, func() { g.get(i); i++ }))
+	}
+	if least > maxServedGetAllocs {
+		t.Errorf("a GET served over TCP allocates %.1f times, more than %d", least, maxServedGetAllocs)
+	}
+	if testing.Verbose() {
+		t.Logf("%.1f allocations per GET", least)
+	}
+}
+
+// BenchmarkServedGetOverTCP is bench/peers.sh's sqlite-get with one
+// connection: GET one user with an API key, the access log and the metrics
+// on, served by net/http over loopback TCP, on each store (PostgreSQL
+// without the record cache). cpu-ns/op is the process's CPU
+// per request, the client's two system calls included.
+func BenchmarkServedGetOverTCP(b *testing.B) {
+	for _, be := range backends() {
+		b.Run(be.name, func(b *testing.B) {
+			conn, key := servedGet(b, be.open)
+			g := newRawGets(b, conn, key)
+			for i := range 40 {
+				g.get(i)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			before, ok := processCPU()
+			for i := range b.N {
+				g.get(i)
+			}
+			if after, _ := processCPU(); ok {
+				b.ReportMetric(float64((after-before).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			}
+		})
+	}
+}
