@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -56,12 +57,15 @@ const maxBatch = 64
 type rowRead struct {
 	query string
 	args  []any
-	done  chan struct{} // closed when the answer is here
+	done  sync.WaitGroup // done when the answer is here
 
 	err   error // the statement's error, or errSkipped
 	found bool
-	fds   []pgconn.FieldDescription
+	fds   []pgconn.FieldDescription // shared with the reads of the same statement: read only
 	raw   [][]byte
+	// inline holds raw's slices for rows of up to len(inline) columns,
+	// so that a read allocates once for itself and once for its values.
+	inline [24][]byte
 }
 
 // errSkipped is the answer of a statement that did not run: one before it
@@ -93,7 +97,8 @@ func (b *rowBatch) close() {
 // queryRow runs query in a batch and returns its first row. A statement the
 // batch skipped runs alone, on alone's connections.
 func (b *rowBatch) queryRow(ctx context.Context, alone *pgxpool.Pool, query string, args []any) sqlstore.Row {
-	r := &rowRead{query: query, args: args, done: make(chan struct{})}
+	r := &rowRead{query: query, args: args}
+	r.done.Add(1)
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -104,7 +109,7 @@ func (b *rowBatch) queryRow(ctx context.Context, alone *pgxpool.Pool, query stri
 	b.queue = append(b.queue, r)
 	b.more.Signal()
 	b.mu.Unlock()
-	<-r.done
+	r.done.Wait()
 	if r.err == errSkipped {
 		rows, err := alone.Query(ctx, query, args...)
 		return row{rows, err}
@@ -117,6 +122,7 @@ func (b *rowBatch) queryRow(ctx context.Context, alone *pgxpool.Pool, query stri
 func (b *rowBatch) send() {
 	ctx := context.Background()
 	batch := make([]*rowRead, 0, maxBatch)
+	sb := &sender{queued: make([]pgx.QueuedQuery, maxBatch)}
 	for {
 		b.mu.Lock()
 		for len(b.queue) == 0 && !b.closed {
@@ -134,17 +140,37 @@ func (b *rowBatch) send() {
 		b.sent++
 		b.mu.Unlock()
 
-		b.run(ctx, batch)
+		b.run(ctx, sb, batch)
 		for i, r := range batch {
-			close(r.done)
+			r.done.Done()
 			batch[i] = nil
 		}
 	}
 }
 
+// sender is what a sender reuses from one batch to the next: pgx's batch
+// and its statements, and the field descriptions of the statement it last
+// answered.
+type sender struct {
+	batch  pgx.Batch
+	queued []pgx.QueuedQuery // maxBatch of them, reset for each batch
+	query  string            // the statement that fds describes
+	fds    []pgconn.FieldDescription
+}
+
+// fieldsOf returns a copy of the field descriptions of query's rows that
+// outlives the connection's buffer: the last one made, while the same
+// statement describes its rows the same way (a GET after a GET).
+func (sb *sender) fieldsOf(query string, fds []pgconn.FieldDescription) []pgconn.FieldDescription {
+	if query != sb.query || !slices.Equal(fds, sb.fds) {
+		sb.query, sb.fds = query, slices.Clone(fds)
+	}
+	return sb.fds
+}
+
 // run sends batch's statements in one pipeline and stores each one's
 // answer in it.
-func (b *rowBatch) run(ctx context.Context, batch []*rowRead) {
+func (b *rowBatch) run(ctx context.Context, sb *sender, batch []*rowRead) {
 	c, err := b.pool.Acquire(ctx)
 	if err != nil {
 		for _, r := range batch {
@@ -153,10 +179,18 @@ func (b *rowBatch) run(ctx context.Context, batch []*rowRead) {
 		return
 	}
 	defer c.Release()
-	pb := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(batch))}
-	for _, r := range batch {
-		pb.Queue(r.query, r.args...)
+	pb := &sb.batch
+	pb.QueuedQueries = pb.QueuedQueries[:0]
+	for i, r := range batch {
+		q := &sb.queued[i]
+		*q = pgx.QueuedQuery{SQL: r.query, Arguments: r.args}
+		pb.QueuedQueries = append(pb.QueuedQueries, q)
 	}
+	defer func() {
+		// Drop the references to the reads' arguments.
+		clear(sb.queued[:len(batch)])
+		clear(pb.QueuedQueries)
+	}()
 	br := c.Conn().SendBatch(ctx, pb)
 	failed := false
 	for _, r := range batch {
@@ -168,8 +202,8 @@ func (b *rowBatch) run(ctx context.Context, batch []*rowRead) {
 		if err == nil {
 			if rows.Next() {
 				r.found = true
-				r.fds = append([]pgconn.FieldDescription(nil), rows.FieldDescriptions()...)
-				r.raw = copyValues(rows.RawValues())
+				r.fds = sb.fieldsOf(r.query, rows.FieldDescriptions())
+				r.raw = copyValuesInto(r.inline[:0], rows.RawValues())
 			}
 			rows.Close()
 			err = rows.Err()
@@ -191,13 +225,17 @@ func (b *rowBatch) run(ctx context.Context, batch []*rowRead) {
 
 // copyValues copies a row's values out of the connection's buffer, which
 // the next message overwrites, into one allocation.
-func copyValues(raw [][]byte) [][]byte {
+func copyValues(raw [][]byte) [][]byte { return copyValuesInto(nil, raw) }
+
+// copyValuesInto is copyValues with the values' slices in out's room (a new
+// slice when it has too little).
+func copyValuesInto(out, raw [][]byte) [][]byte {
 	size := 0
 	for _, v := range raw {
 		size += len(v)
 	}
 	buf := make([]byte, 0, size)
-	out := make([][]byte, len(raw))
+	out = slices.Grow(out[:0], len(raw))[:len(raw)]
 	for i, v := range raw {
 		if v == nil {
 			continue
