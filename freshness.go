@@ -58,6 +58,20 @@ func (k *IdentityCheck) Saw(v int64) {
 
 type identityCheckKey struct{}
 
+// identityCheckContext is a context that carries an IdentityCheck, as
+// context.WithValue would, in one allocation with the check.
+type identityCheckContext struct {
+	context.Context
+	check IdentityCheck
+}
+
+func (c *identityCheckContext) Value(key any) any {
+	if key == (identityCheckKey{}) {
+		return &c.check
+	}
+	return c.Context.Value(key)
+}
+
 // IdentityCheckFrom returns the check a store's reads report to, or nil
 // when the caller needs none.
 func IdentityCheckFrom(ctx context.Context) *IdentityCheck {
@@ -90,7 +104,24 @@ func UncachedAccounts(ctx context.Context) context.Context {
 // again from the database.
 type provisional struct {
 	version int64
-	again   func(context.Context) (*Caller, error)
+	s       *Service
+	cred    Credential
+}
+
+// again authenticates the request again from the database.
+func (p *provisional) again(ctx context.Context) (*Caller, error) {
+	acct, err := p.s.auth.Authenticate(ctx, p.cred)
+	if err != nil {
+		return nil, err
+	}
+	return acct.Caller(), nil
+}
+
+// provisionalCaller is a provisional caller and what it carries, in one
+// allocation.
+type provisionalCaller struct {
+	caller Caller
+	prov   provisional
 }
 
 // Authenticate returns the caller a credential proves, for one request:
@@ -119,15 +150,9 @@ func (s *Service) Authenticate(ctx context.Context, cred Credential) (*Caller, e
 	if !acct.Cached {
 		return c, nil
 	}
-	p := *c
-	p.provisional = &provisional{version: acct.Version, again: func(ctx context.Context) (*Caller, error) {
-		acct, err := s.auth.Authenticate(ctx, cred)
-		if err != nil {
-			return nil, err
-		}
-		return acct.Caller(), nil
-	}}
-	return &p, nil
+	p := &provisionalCaller{caller: *c, prov: provisional{version: acct.Version, s: s, cred: cred}}
+	p.caller.provisional = &p.prov
+	return &p.caller, nil
 }
 
 // readConfirmed runs fn, a read, as c. A provisional c is confirmed by the versions
@@ -138,8 +163,10 @@ func (s *Service) readConfirmed(ctx context.Context, c *Caller, fn func(context.
 	if c == nil || c.provisional == nil {
 		return fn(ctx, c)
 	}
-	k := &IdentityCheck{want: c.provisional.version}
-	err := fn(context.WithValue(ctx, identityCheckKey{}, k), c)
+	kc := &identityCheckContext{Context: ctx}
+	k := &kc.check
+	k.want = c.provisional.version
+	err := fn(kc, c)
 	if !k.saw.Load() {
 		v, verr := s.currentIdentityVersion(ctx)
 		if verr != nil {

@@ -45,11 +45,12 @@ func newAccountCache() *accountCache {
 
 // account returns the account cached under key, marked Cached, when ctx
 // allows it and no statement has seen a newer identity version; otherwise
-// it reads the account and caches what it read.
-func (c *accountCache) account(ctx context.Context, key string, read func() (resourceapi.Account, error)) (resourceapi.Account, error) {
+// it reads the account and caches what it read. key is bytes, so that a hit
+// makes no string of it.
+func (c *accountCache) account(ctx context.Context, key []byte, read func() (resourceapi.Account, error)) (resourceapi.Account, error) {
 	if resourceapi.CachedAccountsAllowed(ctx) {
 		c.mu.RLock()
-		acct, ok := c.items[key]
+		acct, ok := c.items[string(key)] // no string made for the lookup
 		c.mu.RUnlock()
 		if ok && acct.Version >= c.latest.Load() {
 			c.hits.Add(1)
@@ -64,13 +65,13 @@ func (c *accountCache) account(ctx context.Context, key string, read func() (res
 	}
 	c.saw(acct.Version)
 	c.mu.Lock()
-	if _, ok := c.items[key]; !ok && len(c.items) >= maxCachedAccounts {
+	if _, ok := c.items[string(key)]; !ok && len(c.items) >= maxCachedAccounts {
 		for k := range c.items {
 			delete(c.items, k)
 			break
 		}
 	}
-	c.items[key] = acct
+	c.items[string(key)] = acct
 	c.mu.Unlock()
 	return acct, nil
 }

@@ -49,6 +49,10 @@ func writeColumns(f *resourceapi.Field, v any) []columnValue {
 type columns struct {
 	list   string
 	fields []*resourceapi.Field
+	// byID is the statement of a read of one record by id (Store.get
+	// without a suffix), built once: without the identity version, and
+	// with it (versionColumn).
+	byID [2]string
 }
 
 // readColumns returns the columns a read of res selects: every visible
@@ -98,6 +102,9 @@ func (s *Store) columnSet(res *resourceapi.Resource) columnSet {
 		writeNames = append(writeNames, column(f))
 	}
 	read.list, write.list = join(readNames), join(writeNames)
+	for i, version := range []string{"", ", " + s.dialect.IdentityVersion()} {
+		read.byID[i] = "SELECT " + read.list + version + " FROM " + res.Name + " WHERE id = " + s.dialect.Placeholder(1)
+	}
 	set := columnSet{read, write}
 	s.columns.Store(res, set)
 	return set

@@ -84,7 +84,8 @@ func (s *Store) AccountByAPIKey(ctx context.Context, keyHash string) (resourceap
 		return s.account(ctx, "k.key_hash = "+s.dialect.Placeholder(1), true, keyHash)
 	}
 	if s.accounts != nil && !fill.ok() {
-		return s.accounts.account(ctx, "key "+keyHash, read)
+		var buf [len("key ") + 64]byte
+		return s.accounts.account(ctx, append(append(buf[:0], "key "...), keyHash...), read)
 	}
 	acct, err := read()
 	if err == nil {
@@ -105,7 +106,7 @@ func (s *Store) cachedAccount(ctx context.Context, key []byte, read func() (reso
 		return v.(resourceapi.Account), nil
 	}
 	if s.accounts != nil && !fill.ok() {
-		return s.accounts.account(ctx, string(key), read)
+		return s.accounts.account(ctx, key, read)
 	}
 	acct, err := read()
 	if err == nil {

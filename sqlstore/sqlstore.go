@@ -987,8 +987,17 @@ func (s *Store) Get(ctx context.Context, res *resourceapi.Resource, id int64) (r
 // version the statement saw.
 func (s *Store) get(ctx context.Context, db Querier, res *resourceapi.Resource, id int64, suffix string, check *resourceapi.IdentityCheck) (resourceapi.Record, error) {
 	cols := s.readColumns(res)
-	row := db.QueryRowContext(ctx, "SELECT "+cols.list+s.versionColumn(check)+" FROM "+res.Name+
-		" WHERE id = "+s.dialect.Placeholder(1)+suffix, id)
+	var query string
+	switch {
+	case suffix != "":
+		query = "SELECT " + cols.list + s.versionColumn(check) + " FROM " + res.Name +
+			" WHERE id = " + s.dialect.Placeholder(1) + suffix
+	case check == nil:
+		query = cols.byID[0]
+	default:
+		query = cols.byID[1]
+	}
+	row := db.QueryRowContext(ctx, query, id)
 	rec, err := s.scanChecked(row, cols, check)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
