@@ -134,7 +134,11 @@ func SystemCaller() *Caller {
 	return NewCaller(0, "", []string{RoleAdmin}, DefaultRoles())
 }
 
-type callerKey struct{}
+// CallerKey is the key of the context value that carries a request's
+// caller (WithCaller, CallerFrom). A transport's own context type may answer
+// Value(CallerKey{}) with the *Caller itself, so that a request carries its
+// caller without a context value of its own (package http does).
+type CallerKey struct{}
 
 type credentialErrorKey struct{}
 
@@ -154,12 +158,12 @@ func CredentialErrorFrom(ctx context.Context) error {
 
 // WithCaller returns a context that carries c.
 func WithCaller(ctx context.Context, c *Caller) context.Context {
-	return context.WithValue(ctx, callerKey{}, c)
+	return context.WithValue(ctx, CallerKey{}, c)
 }
 
 // CallerFrom returns the caller carried by ctx, or nil when there is none.
 func CallerFrom(ctx context.Context) *Caller {
-	c, _ := ctx.Value(callerKey{}).(*Caller)
+	c, _ := ctx.Value(CallerKey{}).(*Caller)
 	return c
 }
 

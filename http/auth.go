@@ -97,14 +97,18 @@ func (s *Server) requireCaller(next http.Handler) http.Handler {
 		case info.caller == nil:
 			s.writeError(w, r, resourceapi.ErrUnauthenticated())
 		default:
-			ctx := resourceapi.WithCaller(r.Context(), info.caller)
+			// The request's context is its info (requestID), which carries
+			// the caller from now on: no context value, no copy of the
+			// request.
+			info.required = true
 			if s.limiter == nil && mayVerifyPassword(r, "/api") {
 				// Requests are not limited, but a password checked here (a
 				// current password) is still throttled by where it comes
 				// from, as the rate limit's budget would have said.
-				ctx = resourceapi.WithClientBudget(ctx, resourceapi.NewClientBudget(nil, s.clientIP(r).String()))
+				ctx := resourceapi.WithClientBudget(r.Context(), resourceapi.NewClientBudget(nil, s.clientIP(r).String()))
+				r = r.WithContext(ctx)
 			}
-			next.ServeHTTP(w, r.WithContext(ctx))
+			next.ServeHTTP(w, r)
 		}
 	})
 }

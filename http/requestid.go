@@ -16,7 +16,14 @@ import (
 // the middleware that come after it, so that the chain pays for one context
 // value rather than one per middleware, and so that an outer middleware
 // (recovery) sees what an inner one (version negotiation) decided.
+//
+// It is the request's context value as the context itself: the request's
+// context from requestID on is its requestInfo, which answers infoKey, and
+// resourceapi.CallerKey once requireCaller has let the request through, so
+// that neither costs a context value and a copy of the request.
 type requestInfo struct {
+	context.Context // the request's context before requestID
+
 	id      string
 	version int // the API version of an /api request; 0 elsewhere
 
@@ -25,6 +32,9 @@ type requestInfo struct {
 	identified bool
 	caller     *resourceapi.Caller
 	authErr    error
+	// required: requireCaller let the request through with caller, which
+	// the context now carries (resourceapi.CallerFrom).
+	required bool
 
 	// The router's choice, for observe: routed once the request reached
 	// the router, and the ServeMux pattern that served it ("" for none).
@@ -45,6 +55,21 @@ type requestInfo struct {
 }
 
 type infoKey struct{}
+
+// Value implements context.Context: the request's shared state under
+// infoKey, its caller under resourceapi.CallerKey once requireCaller has
+// admitted it, and the parent's values otherwise.
+func (info *requestInfo) Value(key any) any {
+	switch key {
+	case infoKey{}:
+		return info
+	case resourceapi.CallerKey{}:
+		if info.required {
+			return info.caller
+		}
+	}
+	return info.Context.Value(key)
+}
 
 // infoFrom returns the request's shared state, or a blank one when the
 // request did not pass through requestID (a handler under test on its own).
@@ -79,10 +104,10 @@ func (s *Server) requestID(next http.Handler) http.Handler {
 		if !validRequestID(id) {
 			id = s.ids.next()
 		}
-		info := &requestInfo{id: id}
+		info := &requestInfo{Context: r.Context(), id: id}
 		info.vals[0] = id
 		w.Header()["X-Request-Id"] = info.vals[0:1:1]
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), infoKey{}, info)))
+		next.ServeHTTP(w, r.WithContext(info))
 	})
 }
 

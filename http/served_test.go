@@ -128,10 +128,10 @@ func contentLength(head []byte) int {
 }
 
 // maxServedGetAllocs bounds the allocations of a GET of one record as a
-// client over TCP gets it (net/http's included, the client's none): 33
-// in the build that set it, 38 before (docs/performance.md, "Issue 15: the
-// served GET's CPU (restget)").
-const maxServedGetAllocs = 34
+// client over TCP gets it (net/http's included, the client's none): 28
+// in the build that set it, 39 before (docs/performance.md, "Issue 15: the
+// served GET's allocations and CPU, net/http's included (restget)").
+const maxServedGetAllocs = 30
 
 // TestServedGetOverTCPAllocations fails when a GET of one record, served by
 // net/http over a connection as in production, allocates more than
