@@ -291,10 +291,27 @@ func TestSubscriptionLimits(t *testing.T) {
 				}
 			})
 			t.Run("slow consumer", func(t *testing.T) {
+				// The connections of the subtests above are closed by their
+				// clients, which the server learns of afterwards: until it
+				// does, the postCreated subscription of "subscriptions per
+				// connection" is still in the hub, where it would pass for
+				// this one (Subscribers) and could be the one dropped
+				// (Dropped), leaving this client waiting for a close that
+				// never comes.
+				waitFor(t, "the earlier connections ended", func() bool {
+					open, _, _ := s.gql.Connections()
+					return open == 0 && s.hub.Subscribers("postCreated") == 0
+				})
 				c := s.dial(t, proto, nil)
 				c.init(map[string]any{"X-API-Key": s.admin})
 				c.subscribe("1", "subscription { postCreated { id content } }")
 				waitFor(t, "the subscriber", func() bool { return s.hub.Subscribers("postCreated") == 1 })
+				// An event read first: the subscription is in place, not only
+				// registered with the hub (until its operation is, events wait
+				// in it unbounded, and MaxQueueBytes is not checked).
+				s.hub.Deliver(resourceapi.Event{ID: 1 << 41, Name: "postCreated", Resource: "posts",
+					Record: resourceapi.Record{"id": int64(0), "title": "T", "content": "c", "author_id": int64(1), "created_at": time.Now()}})
+				c.next()
 				// The client reads nothing: the socket's buffers fill, then
 				// the subscriber's buffer in the hub, which drops it.
 				big := strings.Repeat("x", 64<<10)
