@@ -219,14 +219,16 @@ func (schema) Retire(t *sqlstore.SchemaTable) string {
 }
 
 // Search keeps what q is matched against in a table of its own,
-// SearchTable(t): the record's id (its primary key, and a foreign key to
-// the record, which takes its copy along when it goes), the soft-delete
+// SearchTable(t): the record's id (its primary key, with no foreign key:
+// its check and the KEY SHARE lock of each new record cost an insert a
+// WAL record and a trigger of their own, migration 00039), the soft-delete
 // column where t has one (so that a search counts its matches in that
 // table alone), and for each searchable column a lower-cased copy
 // (SearchColumn), with one trigram GIN index over the copies and a short
-// pending list (see migrations 00027, 00033 and 00038). Triggers write it:
-// on insert, and on an update of the searchable or soft-delete columns
-// only, so that a write of another column (a PATCH of age) adds no entry
+// pending list (see migrations 00027, 00033 and 00038). One function's
+// triggers write it: after an insert, a delete and a truncate of t (which
+// take the copies along), and after an update of the searchable or
+// soft-delete columns only, so that a write of another column (a PATCH of age) adds no entry
 // to the trigram index, which was half of a write's cost when the copies
 // were columns of t. The store matches q with LIKE on the copies, which
 // PostgreSQL's ILIKE is on a UTF-8 database (lower on both sides, then
@@ -238,6 +240,8 @@ func (schema) Search(t *sqlstore.SchemaTable, old []string, existing bool) strin
 	if len(t.Search) == 0 {
 		b.WriteString("DROP TRIGGER " + side + "_insert ON " + name + ";\n")
 		b.WriteString("DROP TRIGGER " + side + "_update ON " + name + ";\n")
+		b.WriteString("DROP TRIGGER " + side + "_delete ON " + name + ";\n")
+		b.WriteString("DROP TRIGGER " + side + "_truncate ON " + name + ";\n")
 		b.WriteString("DROP FUNCTION " + side + "();\n")
 		b.WriteString("DROP TABLE " + side + ";\n")
 		return b.String()
@@ -256,7 +260,7 @@ func (schema) Search(t *sqlstore.SchemaTable, old []string, existing bool) strin
 	cols, values := keep("")
 	index := "CREATE INDEX " + side + "_trgm ON " + side + " USING gin (" + trigramOps(t.Search) + ") WITH (gin_pending_list_limit = 64);\n"
 	if len(old) == 0 {
-		b.WriteString("CREATE TABLE " + side + " (\n    id bigint PRIMARY KEY REFERENCES " + name + " (id) ON DELETE CASCADE")
+		b.WriteString("CREATE TABLE " + side + " (\n    id bigint PRIMARY KEY")
 		if t.SoftDelete != "" {
 			typ := "boolean"
 			for i := range t.Columns {
@@ -308,12 +312,18 @@ func (schema) Search(t *sqlstore.SchemaTable, old []string, existing bool) strin
 		"    IF TG_OP = 'INSERT' THEN\n"+
 		"        INSERT INTO "+side+" (id, "+strings.Join(newCols, ", ")+")\n"+
 		"            VALUES (NEW.id, "+strings.Join(newValues, ", ")+");\n"+
-		"    ELSE\n"+
+		"    ELSIF TG_OP = 'UPDATE' THEN\n"+
 		"        UPDATE "+side+" SET "+strings.Join(sets, ", ")+" WHERE id = NEW.id;\n"+
+		"    ELSIF TG_OP = 'DELETE' THEN\n"+
+		"        DELETE FROM "+side+" WHERE id = OLD.id;\n"+
+		"    ELSE\n"+
+		"        TRUNCATE "+side+";\n"+
 		"    END IF;\n"+
 		"    RETURN NULL;\nEND;\n$$;\n"))
 	if len(old) == 0 {
 		b.WriteString("CREATE TRIGGER " + side + "_insert AFTER INSERT ON " + name + "\n    FOR EACH ROW EXECUTE FUNCTION " + side + "();\n")
+		b.WriteString("CREATE TRIGGER " + side + "_delete AFTER DELETE ON " + name + "\n    FOR EACH ROW EXECUTE FUNCTION " + side + "();\n")
+		b.WriteString("CREATE TRIGGER " + side + "_truncate AFTER TRUNCATE ON " + name + "\n    FOR EACH STATEMENT EXECUTE FUNCTION " + side + "();\n")
 	}
 	watched := slices.Clone(t.Search)
 	if t.SoftDelete != "" {

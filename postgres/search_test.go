@@ -292,6 +292,27 @@ func TestSearchTablesFollowWrites(t *testing.T) {
 	if got, ok := read(); ok {
 		t.Errorf("after the delete: %+v, want no row", got)
 	}
+
+	// A truncate takes every copy along (the search tables have no
+	// foreign key that would refuse it or cascade), so that a record
+	// written afterwards has its own copy and no stale one matches q.
+	for _, q := range []string{
+		`INSERT INTO users (name, email, email_key, created_at, updated_at) VALUES ('Before Truncate', 'b@t.example', 'b@t.example', now(), now())`,
+		`TRUNCATE users CASCADE`,
+		`INSERT INTO users (name, email, email_key, created_at, updated_at) VALUES ('After Truncate', 'a@t.example', 'a@t.example', now(), now())`,
+	} {
+		if _, err := admin.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	var copies, orphans int
+	if err := admin.QueryRowContext(ctx, `SELECT count(*), count(*) FILTER (WHERE NOT EXISTS (SELECT FROM users u WHERE u.id = s.id)) FROM users_search s`).
+		Scan(&copies, &orphans); err != nil {
+		t.Fatal(err)
+	}
+	if copies != 1 || orphans != 0 {
+		t.Errorf("after a truncate and an insert: %d search rows, %d without their user; want 1, 0", copies, orphans)
+	}
 }
 
 // mustSearchTriggers checks the triggers that write res's search table:
@@ -328,8 +349,11 @@ func mustSearchTriggers(t *testing.T, admin *sql.DB, res *resourceapi.Resource) 
 			watched = append(watched, res.SoftDelete)
 		}
 		slices.Sort(watched)
-		// tgtype: 1 for each row, 4 insert, 16 update (after: no 2).
+		// tgtype: 1 for each row, 4 insert, 8 delete, 16 update, 32
+		// truncate (after: no 2).
 		want[side+"_insert"] = fmt.Sprintf("type 5, %s(), of ()", side)
+		want[side+"_delete"] = fmt.Sprintf("type 9, %s(), of ()", side)
+		want[side+"_truncate"] = fmt.Sprintf("type 32, %s(), of ()", side)
 		want[side+"_update"] = fmt.Sprintf("type 17, %s(), of (%s)", side, strings.Join(watched, ","))
 	}
 	if !maps.Equal(got, want) {
@@ -338,7 +362,7 @@ func mustSearchTriggers(t *testing.T, admin *sql.DB, res *resourceapi.Resource) 
 }
 
 // TestSearchTablesMigration takes a database with records back to before
-// migration 38 (its Down: the copies as generated columns of each table,
+// migration 38 (39's Down, the foreign keys again, then 38's: the copies as generated columns of each table,
 // the trigram indexes on them), writes more records there, and migrates it
 // again: every record, active or deleted, written before or after, is
 // found by q in its state, and the copies as the Down made them were the
@@ -354,16 +378,21 @@ func TestSearchTablesMigration(t *testing.T) {
 	product := mustCreateIn(t, db, resourceapi.Products, resourceapi.Record{"name": "Harvard Mark I", "price_cents": int64(100)})
 	db.Close()
 
-	b, err := fs.ReadFile(postgres.Migrations(), "00038_search_tables.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, down, ok := strings.Cut(string(b), "-- +goose Down\n")
-	if !ok {
-		t.Fatal("migration 38 has no Down")
+	downs := map[int]string{}
+	for v, file := range map[int]string{38: "00038_search_tables.sql", 39: "00039_search_tables_no_fk.sql"} {
+		b, err := fs.ReadFile(postgres.Migrations(), file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, down, ok := strings.Cut(string(b), "-- +goose Down\n")
+		if !ok {
+			t.Fatalf("migration %d has no Down", v)
+		}
+		downs[v] = down
 	}
 	admin := mustAdmin(t, url)
-	for _, q := range []string{down, `DELETE FROM goose_db_version WHERE version_id = 38`,
+	for _, q := range []string{downs[39], `DELETE FROM goose_db_version WHERE version_id = 39`,
+		downs[38], `DELETE FROM goose_db_version WHERE version_id = 38`,
 		`INSERT INTO users (name, email, email_key, created_at, updated_at, deleted)
 		 VALUES ('Hopper Two', 'two@navy.example', 'two@navy.example', now(), now(), false),
 		        ('Gone Hopper', 'gone@navy.example', 'gone@navy.example', now(), now(), true)`,
