@@ -147,12 +147,8 @@ func setReadsVariables(set ast.SelectionSet, depth int) bool {
 		default:
 			return true
 		}
-		for _, d := range dirs {
-			for _, a := range d.Arguments {
-				if hasVariable(a.Value) {
-					return true
-				}
-			}
+		if directivesReadVariables(dirs) {
+			return true
 		}
 		if setReadsVariables(sub, depth+1) {
 			return true

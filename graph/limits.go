@@ -685,15 +685,24 @@ func (c *complexityLimit) variableCost(set ast.SelectionSet, doc *ast.QueryDocum
 			}
 			sub, dirs = def.SelectionSet, s.Directives
 		}
-		for _, d := range dirs {
-			for _, a := range d.Arguments {
-				if hasVariable(a.Value) {
-					return true
-				}
-			}
+		if directivesReadVariables(dirs) {
+			return true
 		}
 		if c.variableCost(sub, doc, depth+1) {
 			return true
+		}
+	}
+	return false
+}
+
+// directivesReadVariables reports whether an argument of one of dirs
+// holds a variable.
+func directivesReadVariables(dirs ast.DirectiveList) bool {
+	for _, d := range dirs {
+		for _, a := range d.Arguments {
+			if hasVariable(a.Value) {
+				return true
+			}
 		}
 	}
 	return false
