@@ -143,6 +143,9 @@ func TestServedGetOverTCPAllocations(t *testing.T) {
 	if testing.Short() {
 		t.Skip("serves over TCP")
 	}
+	if raceEnabled {
+		t.Skip("the race detector's sync.Pool drops a quarter of what is put back, which changes the counts; .ci/run runs this test without it")
+	}
 	conn, key := servedGet(t, mustSQLite)
 	g := newRawGets(t, conn, key)
 	for i := range 40 {
