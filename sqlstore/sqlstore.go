@@ -732,7 +732,7 @@ func (s *Store) searchFirst(q *Query, cols *columns, res *resourceapi.Resource, 
 	rest.Search = ""
 	q.WriteString("WITH c AS MATERIALIZED (SELECT ")
 	if side != nil {
-		s.searchCount(q, side, res, lq)
+		s.searchCount(q, side, res, lq, rest, fence)
 	} else {
 		q.WriteString("count(*) AS n FROM " + res.Name)
 		q.where(res, lq)
@@ -803,22 +803,14 @@ type SearchTable interface {
 // that match are subtracted, each looked up by id. Other filters are
 // checked on the records' rows, which the matches' ids are joined with:
 // joining every match cost a search of 1,250 matches among 10,000 users
-// three times the count in the search table alone.
-func (s *Store) searchCount(q *Query, side SearchTable, res *resourceapi.Resource, lq resourceapi.ListQuery) {
-	rest := lq
-	rest.Search = ""
+// three times the count in the search table alone. rest is lq without
+// q, state lq's soft-delete filters alone (searchFirst's fence).
+func (s *Store) searchCount(q *Query, side SearchTable, res *resourceapi.Resource, lq, rest, state resourceapi.ListQuery) {
 	kept, hidden := keptCount(res, rest)
 	if !kept {
 		q.WriteString("count(*) AS n FROM " + res.Name)
 		q.where(res, lq)
 		return
-	}
-	state := rest
-	state.Filters = nil
-	for _, fv := range lq.Filters {
-		if fv.Filter.Kind == resourceapi.FilterSoftDelete {
-			state.Filters = append(state.Filters, fv)
-		}
 	}
 	q.WriteString("(SELECT count(*) FROM " + side.SearchTable(res))
 	q.where(res, state, side.SearchMatch(q, res, lq.Search))
