@@ -68,3 +68,13 @@ func ParseEnvelope(body []byte) (query, operationName string, variables, extensi
 	}
 	return p.Query, p.OperationName, p.Variables, p.Extensions, true
 }
+
+// SetFastPath turns h's fast path (fast.go) on or off: off, every
+// operation goes through gqlgen's executor.
+func SetFastPath(h *Handler, on bool) { h.fast.off.Store(!on) }
+
+// FastAnswered returns how many operations h's fast path answered.
+func FastAnswered(h *Handler) int64 { return h.fast.answered.Load() }
+
+// AppendQuoted is appendQuoted.
+func AppendQuoted(b []byte, s string) []byte { return appendQuoted(b, s) }

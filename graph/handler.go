@@ -201,6 +201,12 @@ type Handler struct {
 	// fields keeps the fields collected from the cached documents
 	// (fields.go).
 	fields *fieldsCache
+	// root is the resolvers gqlgen calls, which the fast path (fast.go)
+	// calls too; observer is the operation middleware, nil without
+	// Options.Observe and Options.Trace.
+	root     *resolver
+	observer *observer
+	fast     fastState
 }
 
 //go:embed schema/*.graphqls
@@ -229,7 +235,8 @@ func New(cfg Options) *Handler {
 	h.assets = http.FileServerFS(sub)
 
 	costs := complexity()
-	es := NewExecutableSchema(Config{Resolvers: &resolver{h}, Complexity: costs})
+	h.root = &resolver{h}
+	es := NewExecutableSchema(Config{Resolvers: h.root, Complexity: costs})
 	srv := executor.New(es)
 	cache := newQueryCache(cfg.QueryCacheSize)
 	srv.SetQueryCache(cache)
@@ -253,9 +260,13 @@ func New(cfg Options) *Handler {
 	use(depthLimit{max: cfg.MaxDepth})
 	use(introspectionLimit{max: cfg.MaxIntrospection, schema: es.Schema()})
 	// What each response reads and holds is bounded as it runs (budget.go).
+	// The fast path (fast.go) runs an operation within the same two
+	// middlewares, in the same order: these are the only operation and
+	// response middlewares.
 	srv.AroundResponses(h.aroundResponse)
 	if cfg.Observe != nil || cfg.Trace != nil {
-		use(observer{observe: cfg.Observe, trace: cfg.Trace})
+		h.observer = &observer{observe: cfg.Observe, trace: cfg.Trace}
+		use(*h.observer)
 	}
 	// Every field of every operation runs through aroundField (budget.go),
 	// as the operation's only field middleware.

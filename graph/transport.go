@@ -141,8 +141,13 @@ func (t httpTransport) do(ctx context.Context, w http.ResponseWriter, r *http.Re
 			before, keep = uc.version()
 		}
 	}
-	responses, ctx := exec.DispatchOperation(ctx, opCtx)
-	resp := responses(ctx)
+	// A query of one user's scalar fields is answered without gqlgen's
+	// per-field execution, as it would answer it (fast.go).
+	resp, fast := t.h.dispatchFast(ctx, opCtx)
+	if !fast {
+		responses, ctx := exec.DispatchOperation(ctx, opCtx)
+		resp = responses(ctx)
+	}
 	body := encodeResponse(resp)
 	if int64(len(body)) > t.h.cfg.MaxResponseBytes {
 		// The response's budget stops it before it gets this large
