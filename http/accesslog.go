@@ -10,14 +10,17 @@ import (
 // but not the query string, which may carry search terms, and never bodies,
 // which may carry passwords.
 //
-// The line goes straight to the logger's handler, as a record without a
-// source position: Logger.LogAttrs would look up its caller's program
-// counter (runtime.Callers) for every request, to log a position that is
-// always this function's and that no handler of the service shows. The end
-// of the request is the record's time and ends its duration, one clock
-// reading for both.
+// When the logger's handler is NewAccessLogHandler's, the line is written by
+// the access log's own formatter, byte for byte what slog's handler would
+// write (accesslogline.go). Otherwise it goes to the logger's handler as a
+// record without a source position: Logger.LogAttrs would look up its
+// caller's program counter (runtime.Callers) for every request, to log a
+// position that is always this function's and that no handler of the
+// service shows. The end of the request is the record's time and ends its
+// duration, one clock reading for both.
 func (s *Server) logAccess(next http.Handler) http.Handler {
 	h := s.accessLog.Handler()
+	own := ownAccessLine(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := trackStatus(w, r)
@@ -29,17 +32,21 @@ func (s *Server) logAccess(next http.Handler) http.Handler {
 				return
 			}
 			end := time.Now()
-			rec := slog.NewRecord(end, slog.LevelInfo, "request", 0)
-			rec.AddAttrs(
-				slog.String("request_id", infoFrom(r).id),
-				slog.String("method", r.Method),
-				slog.String("path", r.URL.Path),
-				slog.Int("status", sw.status),
-				slog.Int64("bytes", sw.bytes),
-				slog.Duration("duration", end.Sub(start)),
-				slog.String("remote", r.RemoteAddr),
-				slog.String("user_agent", r.UserAgent()))
-			_ = h.Handle(ctx, rec)
+			f := accessFields{
+				id:       infoFrom(r).id,
+				method:   r.Method,
+				path:     r.URL.Path,
+				status:   sw.status,
+				bytes:    sw.bytes,
+				duration: end.Sub(start),
+				remote:   r.RemoteAddr,
+				agent:    r.UserAgent(),
+			}
+			if own != nil {
+				_ = own.writeAccess(ctx, end, &f)
+				return
+			}
+			_ = h.Handle(ctx, f.record(end))
 		}()
 		next.ServeHTTP(sw, r)
 	})

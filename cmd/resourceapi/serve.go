@@ -42,6 +42,20 @@ func newLogger(cfg config, w io.Writer) *slog.Logger {
 	if cfg.LogFormat == "json" {
 		h = slog.NewJSONHandler(w, opts)
 	}
+	return withTraceIDs(cfg, h)
+}
+
+// newAccessLogger is newLogger for the access log: the same lines, written
+// by the access log's own formatter where it can stand for slog's handler
+// (http.NewAccessLogHandler), that is unless trace ids are added to them.
+func newAccessLogger(cfg config, w io.Writer) *slog.Logger {
+	h := http.NewAccessLogHandler(w, &slog.HandlerOptions{Level: cfg.LogLevel}, cfg.LogFormat == "json")
+	return withTraceIDs(cfg, h)
+}
+
+// withTraceIDs is the logger of h, whose lines carry their request's trace
+// and span ids when tracing is on.
+func withTraceIDs(cfg config, h slog.Handler) *slog.Logger {
 	if tracing.Enabled(cfg.otel) {
 		// A request's lines carry its trace and span ids.
 		h = tracing.LogHandler(h)
@@ -206,7 +220,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 
 	var accessLog *slog.Logger
 	if cfg.AccessLog {
-		accessLog = newLogger(cfg, out)
+		accessLog = newAccessLogger(cfg, out)
 	}
 	// The sign-in form's CSRF key, like the JWT secret, is generated once
 	// and kept in the database, so that every instance accepts the forms
