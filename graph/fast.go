@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"bytes"
 	"context"
 	"sync/atomic"
 
@@ -167,27 +166,26 @@ func (h *Handler) execUser(ctx context.Context, oc *graphql.OperationContext, f 
 	rctx := graphql.WithResponseContext(ctx, h.presenter, h.recoverPanic)
 	qctx := graphql.WithFieldContext(rctx, &graphql.FieldContext{Object: "Query"})
 	field := graphql.CollectedField{Field: f, Selections: f.SelectionSet}
-	fc := &graphql.FieldContext{Object: "Query", Field: field, IsMethod: true, IsResolver: true,
-		Args: map[string]any{"id": id}}
+	// Args stays nil: only gqlgen's generated resolver call reads it.
+	fc := &graphql.FieldContext{Object: "Query", Field: field, IsMethod: true, IsResolver: true}
 	fctx := graphql.WithFieldContext(qctx, fc)
 
-	buf := bytes.NewBuffer(make([]byte, 0, 128))
-	buf.WriteByte('{')
-	buf.Write(appendQuoted(buf.AvailableBuffer(), f.Alias))
-	buf.WriteByte(':')
+	data := make([]byte, 0, 128)
+	data = append(data, '{')
+	data = appendQuoted(data, f.Alias)
+	data = append(data, ':')
 	u := h.resolveUser(fctx, oc, id)
-	switch {
-	case u == nil:
-		buf.WriteString("null")
-	default:
-		mark := buf.Len()
-		if !h.writeUser(fctx, oc, buf, f.SelectionSet, u) {
-			buf.Truncate(mark)
-			buf.WriteString("null")
+	if u == nil {
+		data = append(data, "null"...)
+	} else {
+		mark := len(data)
+		var ok bool
+		if data, ok = h.appendUser(fctx, oc, data, f.SelectionSet, u); !ok {
+			data = append(data[:mark], "null"...)
 		}
 	}
-	buf.WriteByte('}')
-	return &graphql.Response{Data: buf.Bytes(), Errors: graphql.GetErrors(rctx)}
+	data = append(data, '}')
+	return &graphql.Response{Data: data, Errors: graphql.GetErrors(rctx)}
 }
 
 // resolveUser is gqlgen's resolveField for Query.user: the resolver through
@@ -221,33 +219,32 @@ func (h *Handler) resolveUser(ctx context.Context, oc *graphql.OperationContext,
 	return nil
 }
 
-// writeUser writes u's selected fields as gqlgen's _User does, and reports
-// false when one of them is null (then so is the user).
-func (h *Handler) writeUser(ctx context.Context, oc *graphql.OperationContext, buf *bytes.Buffer, sel ast.SelectionSet, u *User) bool {
+// appendUser appends u's selected fields as gqlgen's _User writes them,
+// and reports false when one of them is null (then so is the user).
+func (h *Handler) appendUser(ctx context.Context, oc *graphql.OperationContext, data []byte, sel ast.SelectionSet, u *User) ([]byte, bool) {
 	b := budgetFrom(ctx)
 	ok := true
-	buf.WriteByte('{')
+	data = append(data, '{')
 	for i, s := range sel {
 		c := s.(*ast.Field)
 		if i > 0 {
-			buf.WriteByte(',')
+			data = append(data, ',')
 		}
-		buf.Write(appendQuoted(buf.AvailableBuffer(), c.Alias))
-		buf.WriteByte(':')
+		data = appendQuoted(data, c.Alias)
+		data = append(data, ':')
 		if c.Name == "__typename" {
-			buf.WriteString(`"User"`)
+			data = append(data, `"User"`...)
 			continue
 		}
 		v, fine := h.userField(ctx, oc, b, c, u)
 		if !fine {
 			ok = false
-			buf.WriteString("null")
+			data = append(data, "null"...)
 			continue
 		}
-		buf.Write(appendQuoted(buf.AvailableBuffer(), v))
+		data = appendQuoted(data, v)
 	}
-	buf.WriteByte('}')
-	return ok
+	return append(data, '}'), ok
 }
 
 // userField resolves one scalar field of u as gqlgen's resolveField with
