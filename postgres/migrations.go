@@ -81,9 +81,15 @@ func (schema) CreateTable(t *sqlstore.SchemaTable) string {
 	b.WriteString(");\n\n")
 	// Writers other than the solo holder wait while it serves from its
 	// cache (migration 00031, solo.go).
-	b.WriteString("CREATE TRIGGER solo_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON " + t.Name +
-		" FOR EACH STATEMENT EXECUTE FUNCTION solo_guard();\n\n")
+	b.WriteString(soloGuardTrigger(t.Name) + "\n")
 	return b.String()
+}
+
+// soloGuardTrigger is the statement that puts solo_guard on table: once per
+// transaction, the WHEN clause skipping it once it passed (migration 00040).
+func soloGuardTrigger(table string) string {
+	return "CREATE TRIGGER solo_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON " + table +
+		" FOR EACH STATEMENT WHEN (current_setting('resourceapi.solo_passed', true) IS DISTINCT FROM 'on') EXECUTE FUNCTION solo_guard();\n"
 }
 
 func columnType(c *sqlstore.SchemaColumn) string {
@@ -276,8 +282,7 @@ func (schema) Search(t *sqlstore.SchemaTable, old []string, existing bool) strin
 		b.WriteString("\n);\n")
 		// The record cache serves searches: writers other than the solo
 		// holder wait here too (as CreateTable's tables).
-		b.WriteString("CREATE TRIGGER solo_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON " + side +
-			" FOR EACH STATEMENT EXECUTE FUNCTION solo_guard();\n")
+		b.WriteString(soloGuardTrigger(side))
 		if existing {
 			b.WriteString("INSERT INTO " + side + " (id, " + strings.Join(cols, ", ") + ")\n    SELECT id, " + strings.Join(values, ", ") + " FROM " + name + ";\n")
 		}

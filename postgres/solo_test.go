@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -302,5 +303,73 @@ func TestSoloReadsAfterAcknowledgedWrites(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestSoloGuardOncePerTransaction: solo_guard runs once per transaction,
+// however many guarded statements it makes (a user's INSERT fires it on
+// users, on users_search and twice on row_counts, from their triggers),
+// and again after a savepoint rolled back undid the first run (migration
+// 00040).
+func TestSoloGuardOncePerTransaction(t *testing.T) {
+	db := mustAdmin(t, pgtest.Migrated(t))
+	ctx := context.Background()
+	calls := func(tx *sql.Tx) int {
+		t.Helper()
+		var n int
+		if err := tx.QueryRowContext(ctx, "SELECT coalesce(pg_stat_get_xact_function_calls('solo_guard'::regproc), 0)").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	seq := 0
+	insert := func(tx *sql.Tx) {
+		t.Helper()
+		seq++
+		email := fmt.Sprintf("guard-%d@example.com", seq)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO users (name, email, email_key, created_at, updated_at)
+			VALUES ($1, $2, $2, now(), now())`, fmt.Sprintf("Guard %d", seq), email); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for round := range 2 {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.ExecContext(ctx, "SET LOCAL track_functions = 'pl'"); err != nil {
+			t.Fatal(err)
+		}
+		before := calls(tx)
+		insert(tx)
+		insert(tx)
+		if _, err := tx.ExecContext(ctx, "UPDATE users SET name = name || '.' WHERE email LIKE 'guard-%'"); err != nil {
+			t.Fatal(err)
+		}
+		if n := calls(tx) - before; n != 1 {
+			t.Errorf("round %d: solo_guard ran %d times in a transaction of two INSERTs and an UPDATE of users, want 1", round, n)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	for _, stmt := range []string{"SET LOCAL track_functions = 'pl'", "SAVEPOINT s"} {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := calls(tx)
+	insert(tx)
+	if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT s"); err != nil {
+		t.Fatal(err)
+	}
+	insert(tx)
+	if n := calls(tx) - before; n != 2 {
+		t.Errorf("solo_guard ran %d times around a rolled-back savepoint, want 2 (once before it, once after)", n)
 	}
 }
