@@ -197,7 +197,8 @@ func block(stmt string) string {
 }
 
 // Counts uses row_counts_trigger (00005) where the table has no soft
-// delete, and otherwise a function of its own, as users' (00001).
+// delete, and otherwise a function of its own, as users' (00001), which
+// writes row_counts itself (00041).
 func (schema) Counts(t *sqlstore.SchemaTable) string {
 	name := t.Name
 	if t.SoftDelete == "" {
@@ -207,10 +208,12 @@ func (schema) Counts(t *sqlstore.SchemaTable) string {
 	res, del := sqlstore.QuoteString(t.Resource), t.SoftDelete
 	return block("CREATE FUNCTION "+name+"_count() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n"+
 		"    IF TG_OP IN ('DELETE', 'UPDATE') THEN\n"+
-		"        PERFORM row_counts_add("+res+", OLD."+del+", OLD.id, -1);\n"+
+		"        INSERT INTO row_counts (resource, deleted, shard, n) VALUES ("+res+", OLD."+del+", OLD.id % 16, -1)\n"+
+		"        ON CONFLICT (resource, deleted, shard) DO UPDATE SET n = row_counts.n - 1;\n"+
 		"    END IF;\n"+
 		"    IF TG_OP IN ('INSERT', 'UPDATE') THEN\n"+
-		"        PERFORM row_counts_add("+res+", NEW."+del+", NEW.id, 1);\n"+
+		"        INSERT INTO row_counts (resource, deleted, shard, n) VALUES ("+res+", NEW."+del+", NEW.id % 16, 1)\n"+
+		"        ON CONFLICT (resource, deleted, shard) DO UPDATE SET n = row_counts.n + 1;\n"+
 		"    END IF;\n"+
 		"    RETURN NULL;\nEND;\n$$;\n") +
 		"CREATE TRIGGER " + name + "_count_insert AFTER INSERT OR DELETE ON " + name + "\n" +

@@ -262,3 +262,60 @@ func TestTriggerFunctionsKeepTheirPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCountTriggersCallNoFunction: a counted table's trigger writes
+// row_counts itself, without a call of row_counts_add (a query and a
+// PL/pgSQL function's setup of their own, migration 00041), and the counts
+// stay right.
+func TestCountTriggersCallNoFunction(t *testing.T) {
+	db := mustAdmin(t, pgtest.Migrated(t))
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "SET LOCAL track_functions = 'pl'"); err != nil {
+		t.Fatal(err)
+	}
+	calls := func() (n int) {
+		t.Helper()
+		if err := tx.QueryRowContext(ctx, "SELECT coalesce(pg_stat_get_xact_function_calls('row_counts_add'::regproc), 0)").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	count := func(resource string, deleted bool) (n int) {
+		t.Helper()
+		if err := tx.QueryRowContext(ctx, "SELECT coalesce(sum(n), 0) FROM row_counts WHERE resource = $1 AND deleted = $2", resource, deleted).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before, users, deleted, posts := calls(), count("users", false), count("users", true), count("posts", false)
+	var id int64
+	if err := tx.QueryRowContext(ctx, `INSERT INTO users (name, email, email_key, created_at, updated_at)
+		VALUES ('Counted', 'counted@example.com', 'counted@example.com', now(), now()) RETURNING id`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		"INSERT INTO posts (title, content, author_id, created_at, updated_at) VALUES ('t', 'c', $1, now(), now())",
+		"UPDATE users SET deleted = true WHERE id = $1",
+	} {
+		if _, err := tx.ExecContext(ctx, stmt, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := calls() - before; n != 0 {
+		t.Errorf("row_counts_add ran %d times for an insert, a soft delete and a post, want 0", n)
+	}
+	if got, want := count("users", false), users; got != want {
+		t.Errorf("active users counted %d, want %d", got, want)
+	}
+	if got, want := count("users", true), deleted+1; got != want {
+		t.Errorf("deleted users counted %d, want %d", got, want)
+	}
+	if got, want := count("posts", false), posts+1; got != want {
+		t.Errorf("posts counted %d, want %d", got, want)
+	}
+}
