@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -378,9 +379,20 @@ func TestSearchTablesMigration(t *testing.T) {
 	product := mustCreateIn(t, db, resourceapi.Products, resourceapi.Record{"name": "Harvard Mark I", "price_cents": int64(100)})
 	db.Close()
 
-	downs := map[int]string{}
-	for v, file := range map[int]string{38: "00038_search_tables.sql", 39: "00039_search_tables_no_fk.sql"} {
-		b, err := fs.ReadFile(postgres.Migrations(), file)
+	// Back to 37: the Downs of 38 and of every later migration, the latest
+	// first.
+	entries, err := fs.ReadDir(postgres.Migrations(), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back []string
+	for i := len(entries) - 1; i >= 0; i-- {
+		name := entries[i].Name()
+		v, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
+		if err != nil || !strings.HasSuffix(name, ".sql") || v < 38 {
+			continue
+		}
+		b, err := fs.ReadFile(postgres.Migrations(), name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -388,16 +400,15 @@ func TestSearchTablesMigration(t *testing.T) {
 		if !ok {
 			t.Fatalf("migration %d has no Down", v)
 		}
-		downs[v] = down
+		back = append(back, down, fmt.Sprintf("DELETE FROM goose_db_version WHERE version_id = %d", v))
 	}
 	admin := mustAdmin(t, url)
-	for _, q := range []string{downs[39], `DELETE FROM goose_db_version WHERE version_id = 39`,
-		downs[38], `DELETE FROM goose_db_version WHERE version_id = 38`,
+	for _, q := range append(back,
 		`INSERT INTO users (name, email, email_key, created_at, updated_at, deleted)
 		 VALUES ('Hopper Two', 'two@navy.example', 'two@navy.example', now(), now(), false),
 		        ('Gone Hopper', 'gone@navy.example', 'gone@navy.example', now(), now(), true)`,
 		`UPDATE products SET name = 'Harvard MARK II'`,
-	} {
+	) {
 		if _, err := admin.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
