@@ -190,7 +190,10 @@ func mustIndexReads(t *testing.T, admin *sql.DB, index string, scans int64) [2]i
 // TestListAllocations bounds the allocations of a page of 20 users read
 // from PostgreSQL: the destinations of a row's columns are made once per
 // statement, not once per row, and an empty list is one value made once
-// (16ec39e: 333 a page; 256 after).
+// (16ec39e: 333 a page; 256 after). Since pgpage: the page's statement
+// without parameters needs no generic-plan setting in its pipeline, and
+// the strings of the rows after the first share arrays (textArena), a time
+// equal to the one before it in the row its value: 257 on main, 168.
 func TestListAllocations(t *testing.T) {
 	ctx := context.Background()
 	db, admin := mustSeeded(t, 1)
@@ -216,7 +219,7 @@ func TestListAllocations(t *testing.T) {
 		}
 	}
 	t.Logf("%.0f allocations per page of 20", allocs)
-	if allocs > 300 {
-		t.Errorf("a page of 20 took %.0f allocations, want at most 300", allocs)
+	if allocs > 190 {
+		t.Errorf("a page of 20 took %.0f allocations, want at most 190", allocs)
 	}
 }

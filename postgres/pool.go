@@ -257,9 +257,12 @@ func (q querier) ExecContext(ctx context.Context, query string, args ...any) (sq
 }
 
 func (q querier) QueryContext(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
-	if q.plans && sqlstore.GenericPlan(ctx) {
+	if q.plans && sqlstore.GenericPlan(ctx) && len(args) > 0 {
 		// One round trip: the setting and the query in one pipeline,
-		// which PostgreSQL runs as one implicit transaction.
+		// which PostgreSQL runs as one implicit transaction. A statement
+		// without parameters needs no setting: PostgreSQL makes its plan
+		// once and always runs it (a custom plan is made only for
+		// parameters' values).
 		b := &pgx.Batch{}
 		b.Queue(genericPlan)
 		b.Queue(query, args...)
@@ -273,13 +276,13 @@ func (q querier) QueryContext(ctx context.Context, query string, args ...any) (s
 			br.Close()
 			return nil, err
 		}
-		return batchRows{rows{r}, br}, nil
+		return &batchRows{rows{Rows: r}, br}, nil
 	}
 	r, err := q.q.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
-	return rows{r}, nil
+	return &rows{Rows: r}, nil
 }
 
 func (q querier) QueryRowContext(ctx context.Context, query string, args ...any) sqlstore.Row {
@@ -297,17 +300,27 @@ func (r result) LastInsertId() (int64, error) {
 func (r result) RowsAffected() (int64, error) { return r.tag.RowsAffected(), nil }
 
 // rows is sqlstore.Rows of pgx.Rows; a row that holds a record's columns
-// is scanned by scanFields.
-type rows struct{ pgx.Rows }
+// is scanned by scanFields, the rows after the first with their strings
+// in text (the first row's alone: most statements have one row).
+type rows struct {
+	pgx.Rows
+	scanned bool
+	text    textArena
+}
 
-func (r rows) Scan(dest ...any) error {
+func (r *rows) Scan(dest ...any) error {
 	if hasFields(dest) {
-		return scanFields(r.Rows, dest)
+		var text *textArena
+		if r.scanned {
+			text = &r.text
+		}
+		r.scanned = true
+		return scanFields(r.Rows, dest, text)
 	}
 	return r.Rows.Scan(dest...)
 }
 
-func (r rows) Close() error {
+func (r *rows) Close() error {
 	r.Rows.Close()
 	return r.Rows.Err()
 }
@@ -466,7 +479,7 @@ func (t *tx) QueryContext(ctx context.Context, query string, args ...any) (sqlst
 		br.Close()
 		return nil, err
 	}
-	return batchRows{rows{r}, br}, nil
+	return &batchRows{rows{Rows: r}, br}, nil
 }
 
 func (t *tx) QueryRowContext(ctx context.Context, query string, args ...any) sqlstore.Row {
@@ -547,7 +560,7 @@ type batchRows struct {
 	br pgx.BatchResults
 }
 
-func (r batchRows) Next() bool {
+func (r *batchRows) Next() bool {
 	if r.rows.Next() {
 		return true
 	}
@@ -558,7 +571,7 @@ func (r batchRows) Next() bool {
 	return false
 }
 
-func (r batchRows) Err() error {
+func (r *batchRows) Err() error {
 	if err := r.rows.Err(); err != nil {
 		return err
 	}
@@ -566,7 +579,7 @@ func (r batchRows) Err() error {
 	return r.br.Close() // closed already: the batch's error, if any
 }
 
-func (r batchRows) Close() error {
+func (r *batchRows) Close() error {
 	err := r.rows.Close()
 	if cerr := r.br.Close(); err == nil {
 		err = cerr

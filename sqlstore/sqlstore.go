@@ -558,9 +558,21 @@ func readsDesc(lq resourceapi.ListQuery) bool {
 // limit is a number in the text (ListQuery.Check bounds it), so that a
 // generic plan (GenericPlan) knows it: with a parameter, PostgreSQL plans
 // for a tenth of the table and joins by a hash over a sequential scan.
+//
+// An offset below deepOffset (the first ten pages of 20) is a number in the
+// text too: page 3's statement then has no parameter at all, and
+// PostgreSQL plans a statement without parameters once and runs that plan
+// every time, so the page needs neither a plan of its own nor the
+// setting that asks for the generic one (GenericPlan: one statement less
+// in its round trip). Deeper offsets stay bound, so that the pages of a
+// list do not each prepare a statement of their own.
 func pageLimit(q *Query, lq resourceapi.ListQuery) string {
 	out := " LIMIT " + strconv.Itoa(lq.Limit+1)
-	if lq.Offset > 0 {
+	switch {
+	case lq.Offset <= 0:
+	case lq.Offset < deepOffset:
+		out += " OFFSET " + strconv.Itoa(lq.Offset)
+	default:
 		out += " OFFSET " + q.Arg(lq.Offset)
 	}
 	return out
@@ -924,10 +936,25 @@ func (s *Store) count(q *Query, res *resourceapi.Resource, lq resourceapi.ListQu
 		}
 		q.WriteString(")")
 	}
-	q.WriteString(" FROM row_counts WHERE resource = " + q.Arg(res.Name))
+	// The resource's name is a declared identifier (it names the table
+	// above), written as a literal so that a page's statement can go
+	// without parameters (pageLimit).
+	q.WriteString(" FROM row_counts WHERE resource = " + nameLiteral(res.Name))
 	for _, st := range states {
 		q.WriteString(" AND deleted = " + st)
 	}
+}
+
+// nameLiteral returns name, a declared identifier, as an SQL string
+// literal. It panics on anything but letters, digits and underscores, which
+// a declaration never holds (the name is a table's in the same text).
+func nameLiteral(name string) string {
+	for _, c := range name {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			panic("sqlstore: resource name " + strconv.Quote(name) + " is not an identifier")
+		}
+	}
+	return "'" + name + "'"
 }
 
 // keptCount reports whether row_counts holds the total of lq: no search and
