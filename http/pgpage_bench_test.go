@@ -38,8 +38,8 @@ func BenchmarkPostgresPage(b *testing.B) {
 	}
 	defer conn.Close(ctx)
 	for _, q := range []string{
-		`INSERT INTO users (name, email, email_key, age, created_at, updated_at)
-		 SELECT 'User ' || lpad(i::text, 5, '0'), 'user' || i || '@example.com', 'user' || i || '@example.com', 18 + i % 60, now(), now()
+		`INSERT INTO users (name, email, email_key, age, roles, created_at, updated_at)
+		 SELECT 'User ' || lpad(i::text, 5, '0'), 'user' || i || '@example.com', 'user' || i || '@example.com', 18 + i % 60, '["user"]', now(), now()
 		 FROM generate_series(1, 10000) i`,
 		`VACUUM ANALYZE`,
 	} {

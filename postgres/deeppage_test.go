@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -221,5 +222,55 @@ func TestListAllocations(t *testing.T) {
 	t.Logf("%.0f allocations per page of 20", allocs)
 	if allocs > 190 {
 		t.Errorf("a page of 20 took %.0f allocations, want at most 190", allocs)
+	}
+}
+
+// TestPageValuesMatchGet checks that the records of a page, whose strings,
+// lists and equal times the rows after the first share (scanFields'
+// textArena), hold what a Get of each reads, and that a list of one
+// record grown by append leaves the others' alone.
+func TestPageValuesMatchGet(t *testing.T) {
+	ctx := context.Background()
+	db, admin := mustSeeded(t, 2)
+	if _, err := admin.ExecContext(ctx, `INSERT INTO users (name, email, email_key, age, roles, permissions, created_at, updated_at)
+		 SELECT 'User ' || i || repeat('é', i % 7), 'user' || i || '@example.com', 'user' || i || '@example.com', 18 + i,
+		        CASE WHEN i % 3 = 0 THEN '[]' WHEN i % 3 = 1 THEN '["user"]' ELSE '["editor", "user"]' END::jsonb,
+		        CASE WHEN i % 4 = 0 THEN '["posts.write"]' ELSE '[]' END::jsonb,
+		        now() - i * interval '1 hour', now() - (i % 2) * interval '1 minute'
+		 FROM generate_series(1, 60) i`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.ExecContext(ctx, `UPDATE users SET name = repeat('long ', 80) || id WHERE id % 10 = 0`); err != nil {
+		t.Fatal(err)
+	}
+	for _, lq := range []resourceapi.ListQuery{
+		{Limit: 50, Offset: 3, Sort: "id"},
+		{Limit: 20, Offset: 0, Sort: "name", Desc: true},
+	} {
+		page, err := db.List(ctx, resourceapi.Users, lq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Records) != lq.Limit {
+			t.Fatalf("%d records, want %d", len(page.Records), lq.Limit)
+		}
+		for _, r := range page.Records {
+			roles := r["roles"].([]string)
+			_ = append(roles, "grown") // must not reach another record's list
+		}
+		for _, r := range page.Records {
+			want, err := db.Get(ctx, resourceapi.Users, r.ID())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range resourceapi.Users.Fields {
+				if f.WriteOnly {
+					continue
+				}
+				if !reflect.DeepEqual(r[f.Name], want[f.Name]) {
+					t.Errorf("user %d: %s = %#v in the page, %#v by Get", r.ID(), f.Name, r[f.Name], want[f.Name])
+				}
+			}
+		}
 	}
 }

@@ -271,7 +271,7 @@ func (r *rowRead) Scan(dest ...any) error {
 	}()
 	for i, d := range dest {
 		if fv, ok := d.(sqlstore.FieldValue); ok && r.raw[i] != nil {
-			if v, ok := decodeField(fv.Field(), &r.fds[i], r.raw[i]); ok {
+			if v, ok := decodeField(fv.Field(), &r.fds[i], r.raw[i], nil); ok {
 				fv.Set(v)
 				continue
 			}

@@ -42,7 +42,7 @@ func scanFields(r pgx.Rows, dest []any, text *textArena) error {
 		if fv, ok := d.(sqlstore.FieldValue); ok && raw[i] != nil {
 			f := fv.Field()
 			if text != nil && f.Type == resourceapi.TypeString && (fds[i].DataTypeOID == pgtype.TextOID || fds[i].DataTypeOID == pgtype.VarcharOID) {
-				fv.Set(text.string(raw[i]))
+				fv.Set(text.String(raw[i]))
 				continue
 			}
 			if f.Type == resourceapi.TypeTime && lastTime != nil && fds[i].DataTypeOID == pgtype.TimestamptzOID &&
@@ -50,7 +50,7 @@ func scanFields(r pgx.Rows, dest []any, text *textArena) error {
 				fv.Set(lastTimeV)
 				continue
 			}
-			if v, ok := decodeField(f, &fds[i], raw[i]); ok {
+			if v, ok := decodeField(f, &fds[i], raw[i], text); ok {
 				if f.Type == resourceapi.TypeTime && fds[i].DataTypeOID == pgtype.TimestamptzOID && fds[i].Format == pgx.BinaryFormatCode {
 					lastTime, lastTimeV = raw[i], v
 				}
@@ -75,13 +75,33 @@ func scanFields(r pgx.Rows, dest []any, text *textArena) error {
 // full array is left to the strings made of it and a new one taken. The
 // strings of a page's records live as long as the page; a long string
 // gets an array of its own, so that keeping it keeps nothing else.
-type textArena struct{ buf []byte }
+// Lists (roles, permissions) take their strings from it too, and their
+// slices from an array of strings of its own, each slice's capacity its
+// length (appending to one copies it).
+type textArena struct {
+	buf   []byte
+	lists []string
+}
 
 // textChunk is the size of a textArena's arrays: the names and emails of
 // a page of 20 users take about 700 bytes.
 const textChunk = 1024
 
-func (a *textArena) string(b []byte) string {
+// Strings implements sqlstore.StringMaker.
+func (a *textArena) Strings(n int) []string {
+	if n > 8 {
+		return make([]string, n)
+	}
+	if cap(a.lists)-len(a.lists) < n {
+		a.lists = make([]string, 0, 64)
+	}
+	start := len(a.lists)
+	a.lists = a.lists[:start+n]
+	return a.lists[start : start+n : start+n]
+}
+
+// String implements sqlstore.StringMaker.
+func (a *textArena) String(b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
@@ -118,7 +138,9 @@ var noStrings any = []string{}
 // decodeField returns the value of a column of f, not null, in the Go type
 // of f's type, or false when the column's type or format is not one it
 // decodes (the caller then scans it as pgx does).
-func decodeField(f *resourceapi.Field, fd *pgconn.FieldDescription, raw []byte) (any, bool) {
+//
+// text, when not nil, makes the strings of a list (see scanFields).
+func decodeField(f *resourceapi.Field, fd *pgconn.FieldDescription, raw []byte, text *textArena) (any, bool) {
 	binaryFormat := fd.Format == pgx.BinaryFormatCode
 	switch f.Type {
 	case resourceapi.TypeString:
@@ -169,7 +191,13 @@ func decodeField(f *resourceapi.Field, fd *pgconn.FieldDescription, raw []byte) 
 		default:
 			return nil, false
 		}
-		list, err := sqlstore.DecodeStrings(doc)
+		var list []string
+		var err error
+		if text != nil {
+			list, err = sqlstore.DecodeStringsWith(doc, text)
+		} else {
+			list, err = sqlstore.DecodeStrings(doc)
+		}
 		if err != nil {
 			return nil, false // the Scan path reports it
 		}

@@ -254,43 +254,81 @@ func DecodeStrings(raw []byte) ([]string, error) {
 	return list, nil
 }
 
+// StringMaker makes the strings and the list that DecodeStringsWith
+// returns, where a driver can make them for many rows at once.
+type StringMaker interface {
+	// String returns a string of b's bytes, which it must not keep.
+	String(b []byte) string
+	// Strings returns a list of n strings whose capacity is n.
+	Strings(n int) []string
+}
+
+// DecodeStringsWith is DecodeStrings with its strings and list made by m,
+// for a list without escapes (anything else is DecodeStrings').
+func DecodeStringsWith(raw []byte, m StringMaker) ([]string, error) {
+	n, ok := scanPlain(raw, nil)
+	if !ok {
+		return DecodeStrings(raw)
+	}
+	list := m.Strings(n)
+	i := 0
+	scanPlain(raw, func(b []byte) {
+		list[i] = m.String(b)
+		i++
+	})
+	return list, nil
+}
+
 // plainStrings reads raw as a JSON array of strings that hold no escape, no
 // control character and only valid UTF-8 (which json.Unmarshal would
 // replace); ok is false for anything else.
 func plainStrings(raw []byte) (list []string, ok bool) {
-	i := skipSpace(raw, 0)
-	if i == len(raw) || raw[i] != '[' {
+	list = []string{}
+	if _, ok := scanPlain(raw, func(b []byte) { list = append(list, string(b)) }); !ok {
 		return nil, false
 	}
-	list = []string{}
+	return list, true
+}
+
+// scanPlain reads raw as plainStrings does, calling elem (when not nil)
+// with the bytes of each string in turn, and returns how many there are;
+// ok is false for anything plainStrings refuses.
+func scanPlain(raw []byte, elem func([]byte)) (n int, ok bool) {
+	i := skipSpace(raw, 0)
+	if i == len(raw) || raw[i] != '[' {
+		return 0, false
+	}
 	if i = skipSpace(raw, i+1); i < len(raw) && raw[i] == ']' {
-		return list, skipSpace(raw, i+1) == len(raw)
+		return 0, skipSpace(raw, i+1) == len(raw)
 	}
 	for {
 		if i == len(raw) || raw[i] != '"' {
-			return nil, false
+			return 0, false
 		}
 		j := i + 1
 		for j < len(raw) && raw[j] != '"' {
 			if raw[j] == '\\' || raw[j] < 0x20 {
-				return nil, false
+				return 0, false
 			}
 			j++
 		}
 		if j == len(raw) || !utf8.Valid(raw[i+1:j]) {
-			return nil, false
+			return 0, false
 		}
-		list = append(list, string(raw[i+1:j]))
+		if elem != nil {
+			elem(raw[i+1 : j])
+		}
+		n++
 		if i = skipSpace(raw, j+1); i == len(raw) {
-			return nil, false
+			return 0, false
 		}
 		switch raw[i] {
 		case ']':
-			return list, skipSpace(raw, i+1) == len(raw)
+			return n, skipSpace(raw, i+1) == len(raw)
 		case ',':
 			i = skipSpace(raw, i+1)
 		default:
-			return nil, false
+			return 0, false
 		}
 	}
 }

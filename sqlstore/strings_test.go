@@ -39,7 +39,18 @@ func check(t *testing.T, raw string) {
 	if (err != nil) != (wantErr != nil) || (err == nil && !reflect.DeepEqual(got, want)) {
 		t.Errorf("DecodeStrings(%q) = %q, %v; json.Unmarshal: %q, %v", raw, got, err, want, wantErr)
 	}
+	var m maker
+	got, err = sqlstore.DecodeStringsWith([]byte(raw), &m)
+	if (err != nil) != (wantErr != nil) || (err == nil && !reflect.DeepEqual(got, want)) {
+		t.Errorf("DecodeStringsWith(%q) = %q, %v; json.Unmarshal: %q, %v", raw, got, err, want, wantErr)
+	}
 }
+
+// maker is a sqlstore.StringMaker that copies.
+type maker struct{}
+
+func (*maker) String(b []byte) string { return string(b) }
+func (*maker) Strings(n int) []string { return make([]string, n) }
 
 // BenchmarkDecodeStrings reads a user's roles as PostgreSQL prints them,
 // with the store's reader and with json.Unmarshal.
