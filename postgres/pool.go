@@ -276,13 +276,13 @@ func (q querier) QueryContext(ctx context.Context, query string, args ...any) (s
 			br.Close()
 			return nil, err
 		}
-		return &batchRows{rows{Rows: r}, br}, nil
+		return &batchRows{rows{Rows: r, page: sqlstore.PageRows(ctx)}, br}, nil
 	}
 	r, err := q.q.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
-	return &rows{Rows: r}, nil
+	return &rows{Rows: r, page: sqlstore.PageRows(ctx)}, nil
 }
 
 func (q querier) QueryRowContext(ctx context.Context, query string, args ...any) sqlstore.Row {
@@ -300,10 +300,12 @@ func (r result) LastInsertId() (int64, error) {
 func (r result) RowsAffected() (int64, error) { return r.tag.RowsAffected(), nil }
 
 // rows is sqlstore.Rows of pgx.Rows; a row that holds a record's columns
-// is scanned by scanFields, the rows after the first with their strings
-// in text (the first row's alone: most statements have one row).
+// is scanned by scanFields; the rows of a page after the first, with their
+// strings in text (the first row's alone: a page of one row needs no
+// array).
 type rows struct {
 	pgx.Rows
+	page    bool // the rows of a page (sqlstore.PageRows): text may be used
 	scanned bool
 	text    textArena
 }
@@ -311,7 +313,7 @@ type rows struct {
 func (r *rows) Scan(dest ...any) error {
 	if hasFields(dest) {
 		var text *textArena
-		if r.scanned {
+		if r.page && r.scanned {
 			text = &r.text
 		}
 		r.scanned = true

@@ -500,6 +500,18 @@ type genericPlanKey struct{}
 
 type oneRowKey struct{}
 
+type pageRowsKey struct{}
+
+// PageRows reports whether the rows of the statement run with ctx are the
+// records of a list's page, which live and die together (a response, or
+// one entry of the cache): a Reader may make their strings out of shared
+// arrays (postgres). Records read otherwise may be cached one by one, and
+// one of them must not keep the others' bytes.
+func PageRows(ctx context.Context) bool {
+	v, _ := ctx.Value(pageRowsKey{}).(bool)
+	return v
+}
+
 // OneRow reports whether the statement run with ctx is a record's lookup
 // by id (Get), which never waits for a lock: a Reader may send it in one
 // pipeline with other callers' (postgres batches them). Other one-row
@@ -851,7 +863,7 @@ func (s *Store) scanPage(ctx context.Context, tx Querier, q *Query, cols *column
 		page.Total = -1
 	}
 	check := s.identityCheck(ctx)
-	rows, err := tx.QueryContext(ctx, q.String(), q.args...)
+	rows, err := tx.QueryContext(context.WithValue(ctx, pageRowsKey{}, true), q.String(), q.args...)
 	if err != nil {
 		return page, err
 	}
