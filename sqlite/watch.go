@@ -69,9 +69,9 @@ type watch struct {
 	// beganRead; under mu.
 	began     walHeader
 	beganRead bool
-	// begunAt is a copy of began, published for reads once begun has
-	// counted every foreign commit before it; nil when the header could
-	// not be read. See ownCommit.
+	// begunAt is a copy of began, published for reads from the writer's
+	// ending of a transaction that wrote until its end (ended); nil
+	// otherwise, or when the header could not be read. See ownCommit.
 	begunAt atomic.Pointer[walHeader]
 }
 
@@ -182,25 +182,40 @@ func (w *watch) begun(ctx context.Context) error {
 			return err
 		}
 	}
-	if w.beganRead {
-		b := w.began
-		w.begunAt.Store(&b)
-	} else {
-		w.begunAt.Store(nil)
-	}
+	w.begunAt.Store(nil)
 	w.locked.Store(true)
 	return nil
 }
 
 // ending is called before the writer commits or rolls back: from then on,
-// others may commit.
-func (w *watch) ending() { w.locked.Store(false) }
+// others may commit. writes says that the writer is about to commit a
+// transaction that changed the database: only then does its commit move
+// iChange, and only then may reads take a header one above began for its
+// commit (ownCommit). A rollback, or a commit that changed nothing, leaves
+// iChange as it was, so the next commit to move it by one is another
+// process's.
+func (w *watch) ending(writes bool) {
+	if writes && w.beganRead {
+		b := w.began
+		w.begunAt.Store(&b)
+	} else {
+		w.begunAt.Store(nil)
+	}
+	w.locked.Store(false)
+}
+
+// ended is called when the writer's transaction is over, after committed if
+// it committed: the header began was read in no longer tells whose commit
+// moved iChange.
+func (w *watch) ended() { w.begunAt.Store(nil) }
 
 // committed is called after the writer's own commit, still holding mu; wrote
 // says whether the transaction changed the database. Nobody could commit
-// between the header begun read and the commit, and every commit increments
-// iChange: if it is one more now, no one else has committed since, and the
-// header is verified without a query. Otherwise the exact check runs, so
+// between the header begun read and the commit, and every commit that
+// changed the database increments iChange: if the transaction wrote and it
+// is one more now, no one else has committed since, and the header is
+// verified without a query (a transaction that wrote nothing left iChange
+// as it was, so one more would be another process's commit). Otherwise the exact check runs, so
 // that reads need not. A commit that wrote and left the header as it was
 // means the header cannot be trusted: every read runs the exact check from
 // then on.
@@ -211,7 +226,7 @@ func (w *watch) committed(ctx context.Context, wrote bool) error {
 	var h walHeader
 	if w.beganRead && w.index.read(&h) {
 		switch {
-		case h[walChange] == w.began[walChange]+1:
+		case wrote && h[walChange] == w.began[walChange]+1:
 			n := w.started.Add(1)
 			w.verified.Store(&h)
 			w.completed.Store(n)

@@ -205,7 +205,7 @@ func TestWatchOwnCommitWindow(t *testing.T) {
 	if err := db.writer.conn.exec(ctx, "UPDATE users SET age = 5 WHERE id = 1"); err != nil {
 		t.Fatal(err)
 	}
-	w.ending()
+	w.ending(true)
 	if err := db.writer.conn.exec(ctx, "COMMIT"); err != nil {
 		t.Fatal(err)
 	}
@@ -229,5 +229,68 @@ func TestWatchOwnCommitWindow(t *testing.T) {
 	w.mu.Unlock()
 	if n, ok := w.commits(); !ok || n != before+1 {
 		t.Fatalf("once the writer is done, commits() = %d, %v; want %d, true", n, ok, before+1)
+	}
+}
+
+// TestWatchForeignCommitAfterNothingWritten checks that a foreign commit
+// right after a writer's transaction that changed nothing (rolled back, or
+// committed with no change) is counted: such a transaction leaves the
+// WAL-index's iChange as it was, so the next commit that moves it by one is
+// another process's, not the writer's own. Before, the header read at BEGIN
+// stayed published (ownCommit), and a revocation by the command line in
+// that state was not seen by the server's cache (TestManageBesideServer,
+// one run in three).
+func TestWatchForeignCommitAfterNothingWritten(t *testing.T) {
+	if runtime.GOOS == "windows" || runtime.GOOS == "plan9" || runtime.GOOS == "js" || runtime.GOOS == "wasip1" {
+		t.Skip("the WAL index is not mapped here")
+	}
+	for _, tc := range []struct {
+		name   string
+		commit bool
+	}{{"rolled back", false}, {"committed, nothing changed", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "nothing.db")
+			db, err := Open(ctx, path, Options{Sync: SyncNormal})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			rec := resourceapi.Record{"name": "W", "email": "w@example.com"}
+			if err := resourceapi.Validate(resourceapi.Users, rec, resourceapi.ModeCreate); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Create(ctx, resourceapi.Users, rec); err != nil {
+				t.Fatal(err)
+			}
+			w := db.watch
+			if !w.useIndex.Load() {
+				t.Skip("the WAL index is not used here")
+			}
+			if err := db.writer.begin(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.writer.conn.exec(ctx, "UPDATE users SET age = 5 WHERE id = 0"); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.writer.end(ctx, tc.commit, false); err != nil {
+				t.Fatal(err)
+			}
+			before, ok := w.commits()
+			if !ok {
+				t.Fatal("commits() does not know the count with the writer idle")
+			}
+			other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close()
+			if _, err := other.Exec("UPDATE users SET name = 'Foreign' WHERE id = 1"); err != nil {
+				t.Fatal(err)
+			}
+			if n, ok := w.commits(); ok && n == before {
+				t.Fatalf("after a foreign commit, commits() = %d, true: the commit was taken for the writer's own", n)
+			}
+		})
 	}
 }

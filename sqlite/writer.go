@@ -265,7 +265,8 @@ func (w *groupWriter) begin(ctx context.Context) error {
 // write of the store that succeeds changes a row).
 func (w *groupWriter) end(ctx context.Context, commit, wrote bool) error {
 	defer w.watch.mu.Unlock()
-	w.watch.ending()
+	defer w.watch.ended()
+	w.watch.ending(commit && wrote)
 	var err error
 	if commit {
 		err = w.finish(ctx)
