@@ -129,13 +129,15 @@ func contentLength(head []byte) int {
 }
 
 // maxServedGetAllocs bounds the allocations of a GET of one record as a
-// client over TCP gets it (net/http's included, the client's none): 26
-// in the build that set it, 27 before (the access line's record: its
-// attributes past slog's inline five), 39 before restget
+// client over TCP gets it (net/http's included, the client's none): 27.
+// The build that added the access line's formatter counted 26 on its
+// author's runs, and 27 before it; CI on a clean clone of main after it
+// (f718f89, 2026-11-29) counted 27.0 at that commit too, so the bound is
+// what CI measures (why the two runs differ was not found). 39 before restget
 // (docs/performance.md, "Issue 15: the served GET's allocations and CPU,
 // net/http's included (restget)", and "Issue 15, SQLite GET: the access
 // line by a formatter of its own (sqliteget)").
-const maxServedGetAllocs = 26
+const maxServedGetAllocs = 27
 
 // TestServedGetOverTCPAllocations fails when a GET of one record, served by
 // net/http over a connection as in production, allocates more than
