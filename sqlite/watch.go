@@ -60,6 +60,8 @@ type watch struct {
 	readers sync.Mutex
 	// index is the WAL-index header, nil when it cannot be used.
 	index *walIndex
+	// unmapped is set by close; under the caller's exclusion (Close).
+	unmapped bool
 	// verified is the header read just before the last check's pragma, or
 	// after the writer's commit; nil when there is none to trust.
 	verified atomic.Pointer[walHeader]
@@ -241,12 +243,15 @@ func (w *watch) committed(ctx context.Context, wrote bool) error {
 }
 
 // close unmaps the WAL index; reads then run the exact check. No read may be
-// under way.
+// under way. The index field itself is left as it is (unmapped says it is
+// gone): a read that arrives after close finds verified and useIndex
+// cleared and never touches it, and clearing the field would be a write
+// that such a read's check races with.
 func (w *watch) close() {
-	if w.index != nil {
+	if w.index != nil && !w.unmapped {
 		w.useIndex.Store(false)
 		w.verified.Store(nil)
 		w.index.close()
-		w.index = nil
+		w.unmapped = true
 	}
 }
