@@ -7,13 +7,17 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/resourceapi/resourceapi/graph"
 	rhttp "github.com/resourceapi/resourceapi/http"
 	"github.com/resourceapi/resourceapi/metrics"
+	"github.com/resourceapi/resourceapi/postgres"
+	"github.com/resourceapi/resourceapi/postgres/pgtest"
 	"github.com/resourceapi/resourceapi/sqlite"
 )
 
@@ -29,6 +33,33 @@ func servedHandler(tb testing.TB) (http.Handler, string) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { db.Close() })
+	return servedOn(tb, db)
+}
+
+// servedPostgres is servedHandler on PostgreSQL as serve opens it (the
+// record cache of the only writer, Solo), skipped without
+// RESOURCEAPI_TEST_POSTGRES_URL.
+func servedPostgres(tb testing.TB) (http.Handler, string) {
+	tb.Helper()
+	if os.Getenv(pgtest.EnvURL) == "" {
+		tb.Skip(pgtest.EnvURL + " is not set")
+	}
+	db, err := postgres.Open(tb.Context(), pgtest.Migrated(tb), postgres.Options{Solo: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	for i := 0; i < 1000 && !db.Holding(); i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !db.Holding() {
+		tb.Fatal("the store never became the solo holder")
+	}
+	return servedOn(tb, db)
+}
+
+func servedOn(tb testing.TB, db store) (http.Handler, string) {
+	tb.Helper()
 	m := metrics.New()
 	s := mustServer(tb, db, func(o *graph.Options, c *rhttp.Config) {
 		c.AccessLog = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -142,7 +173,22 @@ func BenchmarkServedUserREST(b *testing.B) {
 // BenchmarkServedUserGraphQL is sqlite-gql-get in process: the same user
 // through { user(id: $id) { name email } }.
 func BenchmarkServedUserGraphQL(b *testing.B) {
-	h, key := servedHandler(b)
+	benchServedUserGraphQL(b, servedHandler)
+}
+
+// BenchmarkServedPostgresUserREST and BenchmarkServedPostgresUserGraphQL
+// are pg-get and pg-gql-get in process.
+func BenchmarkServedPostgresUserREST(b *testing.B) {
+	h, key := servedPostgres(b)
+	serveOne(b, h, key, http.MethodGet, func(i int) string { return userPaths[i%len(userPaths)] }, nil)
+}
+
+func BenchmarkServedPostgresUserGraphQL(b *testing.B) {
+	benchServedUserGraphQL(b, servedPostgres)
+}
+
+func benchServedUserGraphQL(b *testing.B, served func(testing.TB) (http.Handler, string)) {
+	h, key := served(b)
 	bodies := make([][]byte, 99)
 	for i := range bodies {
 		bodies[i] = fmt.Appendf(nil, `{"query":"query($id: ID!) { user(id: $id) { name email } }","variables":{"id":"%d"}}`, i+2)
