@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"encoding/binary"
+	"runtime"
 	"sync/atomic"
 	"unsafe"
 )
@@ -9,7 +10,9 @@ import (
 // walIndex is the start of a WAL database's <file>-shm, mapped read-only: the
 // two copies of the WAL-index header, which every commit rewrites (see
 // https://www.sqlite.org/walformat.html). openWALIndex maps it where the
-// platform allows.
+// platform allows. The mapping lives as long as the walIndex: it is unmapped
+// once the walIndex is unreachable (a cleanup registered by openWALIndex),
+// never while a read holds it.
 type walIndex struct{ mem []byte }
 
 // walHeader is one copy of the WAL-index header (WalIndexHdr in SQLite's
@@ -37,6 +40,9 @@ func (x *walIndex) read(h *walHeader) bool {
 	for i := range second {
 		second[i] = atomic.LoadUint32(&copies[1][i])
 	}
+	// x holds the mapping: unmapped by a cleanup once x is unreachable,
+	// so x must stay reachable until the last load.
+	runtime.KeepAlive(x)
 	return *h == second
 }
 

@@ -9,5 +9,3 @@ import "errors"
 func openWALIndex(string) (*walIndex, error) {
 	return nil, errors.New("the WAL index is not mapped on this platform")
 }
-
-func (x *walIndex) close() {}

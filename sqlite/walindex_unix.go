@@ -5,6 +5,7 @@ package sqlite
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"syscall"
 )
 
@@ -27,7 +28,10 @@ func openWALIndex(path string) (*walIndex, error) {
 	if err != nil {
 		return nil, fmt.Errorf("map %s: %w", f.Name(), err)
 	}
-	return &walIndex{mem: mem}, nil
+	x := &walIndex{mem: mem}
+	// Unmapped once nothing can reach x: a read that holds x (read keeps
+	// it alive to its end) never touches memory that is gone, whatever
+	// order Close and the reads of other goroutines come in.
+	runtime.AddCleanup(x, func(mem []byte) { syscall.Munmap(mem) }, mem)
+	return x, nil
 }
-
-func (x *walIndex) close() { syscall.Munmap(x.mem) }

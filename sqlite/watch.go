@@ -60,8 +60,6 @@ type watch struct {
 	readers sync.Mutex
 	// index is the WAL-index header, nil when it cannot be used.
 	index *walIndex
-	// unmapped is set by close; under the caller's exclusion (Close).
-	unmapped bool
 	// verified is the header read just before the last check's pragma, or
 	// after the writer's commit; nil when there is none to trust.
 	verified atomic.Pointer[walHeader]
@@ -86,8 +84,6 @@ func newWatch(ctx context.Context, c *conn, path string) (*watch, error) {
 		if idx.read(&h) && h.sane() {
 			w.index = idx
 			w.useIndex.Store(true)
-		} else {
-			idx.close()
 		}
 	}
 	w.mu.Lock()
@@ -242,16 +238,12 @@ func (w *watch) committed(ctx context.Context, wrote bool) error {
 	return w.check(ctx)
 }
 
-// close unmaps the WAL index; reads then run the exact check. No read may be
-// under way. The index field itself is left as it is (unmapped says it is
-// gone): a read that arrives after close finds verified and useIndex
-// cleared and never touches it, and clearing the field would be a write
-// that such a read's check races with.
+// close stops the use of the WAL index: reads then run the exact check. A
+// read under way, or one that loaded verified just before, still holds the
+// index and reads mapped memory; the mapping goes when the last reference
+// to the index does (see walIndex). The field is left as it is: clearing it
+// would be a write that such a read's load races with.
 func (w *watch) close() {
-	if w.index != nil && !w.unmapped {
-		w.useIndex.Store(false)
-		w.verified.Store(nil)
-		w.index.close()
-		w.unmapped = true
-	}
+	w.useIndex.Store(false)
+	w.verified.Store(nil)
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/resourceapi/resourceapi"
@@ -136,7 +137,6 @@ func TestWatchAbandonsFrozenWALIndex(t *testing.T) {
 	}
 	w := db.watch
 	w.mu.Lock()
-	w.index.close()
 	w.index = frozen
 	err = w.check(ctx)
 	w.mu.Unlock()
@@ -168,6 +168,62 @@ func TestWatchAbandonsFrozenWALIndex(t *testing.T) {
 	if got, err := db.Get(ctx, resourceapi.Users, 1); err != nil || got["name"] != "After" {
 		t.Fatalf("after a foreign commit, Get = %v, %v; want the name After", got, err)
 	}
+}
+
+// TestWatchIndexOutlivesClose checks that the WAL index stays mapped for a
+// read that holds it across Close (a read of the cache that loaded the
+// header just before the store closed: the graph tests' servers confirm
+// sessions while their databases close), and that the mapping goes once
+// nothing holds it. Unmapping it in Close, as before, made the read below
+// fault.
+func TestWatchIndexOutlivesClose(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the mappings are read from /proc/self/maps")
+	}
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "outlives.db")
+	db, err := Open(ctx, path, Options{Sync: SyncNormal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := db.watch.index
+	if idx == nil {
+		t.Fatal("the WAL index is not mapped after Open")
+	}
+	var before walHeader
+	if !idx.read(&before) || !before.sane() {
+		t.Fatal("the WAL index reads inconsistent before Close")
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var after walHeader
+	idx.read(&after) // faults if Close unmapped it
+	if !after.sane() {
+		t.Fatalf("after Close, the held index reads %v", after)
+	}
+	if !mapped(t, path+"-shm") {
+		t.Fatal("the -shm is not mapped while a read holds the index")
+	}
+	idx, db = nil, nil
+	for range 200 {
+		runtime.GC()
+		if !mapped(t, path+"-shm") {
+			return
+		}
+		runtime.Gosched()
+	}
+	t.Fatal("the -shm is still mapped after 200 collections with nothing holding the index")
+}
+
+// mapped reports whether the process maps the file at path.
+func mapped(t *testing.T, path string) bool {
+	t.Helper()
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Contains(string(maps), path)
 }
 
 // TestWatchOwnCommitWindow checks reads between the writer's COMMIT and its
