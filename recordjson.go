@@ -127,8 +127,19 @@ func appendFieldValue(b []byte, f *Field, v any) ([]byte, error) {
 // appendJSONString appends s as a JSON string, escaped as encoding/json
 // escapes it (invalid UTF-8 becomes U+FFFD).
 func appendJSONString(b []byte, s string) []byte {
-	j, _ := json.Marshal(s) // a string always marshals
-	return append(b, j...)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			// What encoding/json escapes (HTML characters included) or
+			// checks (UTF-8): it writes the string. An event's field names
+			// and most values never get here, and then the string costs no
+			// allocation and no reflection.
+			j, _ := json.Marshal(s) // a string always marshals
+			return append(b, j...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // UnmarshalRecord decodes a record of res that MarshalRecord encoded. Each

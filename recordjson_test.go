@@ -2,6 +2,7 @@ package resourceapi_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -168,4 +169,34 @@ func FuzzUnmarshalRecord(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestAppendJSONString: strings are written as encoding/json writes them,
+// whether they take the path without escapes or not.
+func TestAppendJSONString(t *testing.T) {
+	for _, s := range []string{"", "plain", "Load 1-2@load.test", "a\"b", `back\slash`, "<b>&amp;", "tab\there",
+		"\x00\x1f", "\x7f", "é", "\u2028\u2029", "bad \xff utf-8", "~ !#$%'()*+,-./:;=?@[]^_`{|}"} {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resourceapi.AppendJSONString([]byte("x"), s); string(got) != "x"+string(want) {
+			t.Errorf("AppendJSONString(%q) = %s, want x%s", s, got, want)
+		}
+	}
+}
+
+// TestMarshalRecordAllocations: an event's payload (a user as created) is
+// encoded without an allocation per field: the writer encodes one for each
+// write, inside the transaction every other write of the batch waits on.
+func TestMarshalRecordAllocations(t *testing.T) {
+	rec := stored(resourceapi.Users, 3)
+	got := testing.AllocsPerRun(100, func() {
+		if _, err := resourceapi.MarshalRecord(resourceapi.Users, rec); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if got > 2 {
+		t.Fatalf("MarshalRecord(a user) made %.0f allocations, want at most 2", got)
+	}
 }

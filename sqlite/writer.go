@@ -145,18 +145,25 @@ func (w *groupWriter) run() {
 		beside = beside[:0]
 		// Take whatever else is already waiting, without waiting for more:
 		// under light load a write commits at once, under heavy load batches
-		// grow by themselves while the previous commit syncs.
-	fill:
-		for len(batch) < maxBatch {
-			select {
-			case j := <-w.jobs:
-				batch = append(batch, j)
-			default:
-				break fill
-			}
-		}
-		w.commit(batch)
+		// grow by themselves while the previous commit syncs, and while
+		// this one runs (see tryCommit).
+		batch = w.take(batch)
+		batch = w.commit(batch)
 	}
+}
+
+// take appends to batch the writes already waiting, without waiting for
+// more, up to maxBatch.
+func (w *groupWriter) take(batch []*job) []*job {
+	for len(batch) < maxBatch {
+		select {
+		case j := <-w.jobs:
+			batch = append(batch, j)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // commit runs batch in one transaction and tells each job its outcome.
@@ -167,9 +174,12 @@ func (w *groupWriter) run() {
 // time. If any job fails, the transaction is rolled back and the batch runs
 // again with each job in its own savepoint, so that only the failed job's
 // changes are undone.
-func (w *groupWriter) commit(batch []*job) {
-	if w.tryCommit(batch) {
-		return
+//
+// It returns batch, with the writes that joined it while it ran.
+func (w *groupWriter) commit(batch []*job) []*job {
+	batch, ok := w.tryCommit(batch)
+	if ok {
+		return batch
 	}
 	errs := make([]error, len(batch))
 	failAll := func(err error) {
@@ -183,7 +193,7 @@ func (w *groupWriter) commit(batch []*job) {
 	ctx := context.Background()
 	if err := w.begin(ctx); err != nil {
 		failAll(err)
-		return
+		return batch
 	}
 	wrote := false
 	for i, j := range batch {
@@ -195,40 +205,51 @@ func (w *groupWriter) commit(batch []*job) {
 		errs[i], txErr = w.runOne(ctx, j)
 		if txErr != nil {
 			failAll(errors.Join(txErr, w.end(ctx, false, false)))
-			return
+			return batch
 		}
 		wrote = wrote || errs[i] == nil
 	}
 	if err := w.end(ctx, true, wrote); err != nil {
 		failAll(err)
-		return
+		return batch
 	}
 	for i, j := range batch {
 		j.done <- errs[i]
 	}
+	return batch
 }
 
 // tryCommit runs batch without savepoints and commits it if every job
-// succeeds, telling each job. It returns false, having changed nothing and
-// told no job, when a job failed or the transaction could not start.
-func (w *groupWriter) tryCommit(batch []*job) bool {
+// succeeds, telling each job. Writes that arrive while the batch runs join
+// it, up to maxBatch: under load the clients told of the last commit come
+// back while this one runs, and would otherwise wait for the next commit
+// and its fsync; so more writes share each fsync, and the writer never
+// waits for them. It returns the batch with the writes that joined, and
+// false, having changed nothing and told no job, when a job failed or the
+// transaction could not start.
+func (w *groupWriter) tryCommit(batch []*job) ([]*job, bool) {
 	ctx := context.Background()
 	if err := w.begin(ctx); err != nil {
-		return false
+		return batch, false
 	}
-	ran := make([]bool, len(batch))
-	for i, j := range batch {
-		if j.ctx.Err() != nil {
-			continue // its caller has gone: it is told in commit's slow path
+	ran := make([]bool, 0, maxBatch)
+	for i := 0; i < len(batch); i++ {
+		j := batch[i]
+		ran = append(ran, false)
+		// A job whose caller has gone is not run: it is told below.
+		if j.ctx.Err() == nil {
+			if err := w.runJob(j); err != nil {
+				w.end(ctx, false, false)
+				return batch, false
+			}
+			ran[i] = true
 		}
-		if err := w.runJob(j); err != nil {
-			w.end(ctx, false, false)
-			return false
+		if i == len(batch)-1 {
+			batch = w.take(batch)
 		}
-		ran[i] = true
 	}
 	if err := w.end(ctx, true, slices.Contains(ran, true)); err != nil {
-		return false
+		return batch, false
 	}
 	for i, j := range batch {
 		if ran[i] {
@@ -237,7 +258,7 @@ func (w *groupWriter) tryCommit(batch []*job) bool {
 			j.done <- j.ctx.Err()
 		}
 	}
-	return true
+	return batch, true
 }
 
 // begin starts a write transaction, and makes sure inside it that other

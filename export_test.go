@@ -1,0 +1,4 @@
+package resourceapi
+
+// AppendJSONString is appendJSONString, for tests.
+var AppendJSONString = appendJSONString
