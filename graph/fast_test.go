@@ -37,7 +37,8 @@ type fastRig struct {
 	servers []*server
 	obs     []*observed
 	callers []string // API keys; "" anonymous
-	ids     []string // ids the documents read
+	ids     []string // ids of users the documents read
+	postIDs []string // ids of posts the documents read
 }
 
 // observed is what a server's Observe and Trace were told.
@@ -105,6 +106,26 @@ func newFastRig(tb testing.TB, st store) *fastRig {
 		tb.Fatal(err)
 	}
 	rig.ids = append(rig.ids, itoa(gone), "999999", "0", "-3", "abc", "99999999999999999999999", "")
+	for _, p := range []struct {
+		author         string
+		title, content string
+	}{
+		{"admin@test.example", "The admin's", "plain"},
+		{"owner@test.example", "The owner's", "plain"},
+		{"other@test.example", `Quote "q" back\slash`, "tab\there\nline\x01\u2028 ünï 😀 <b>"},
+		{"owner@test.example", "", "empty title"},
+	} {
+		rec, err := s.service.Create(context.Background(), resourceapi.SystemCaller(), resourceapi.Posts, 0,
+			resourceapi.Record{"title": p.title, "content": p.content, "author_id": s.ids[p.author]})
+		if err == nil {
+			rig.postIDs = append(rig.postIDs, itoa(rec.ID()))
+		}
+	}
+	dropped := s.mustPost(s.ids["owner@test.example"], "Dropped")
+	if err := s.service.Delete(context.Background(), resourceapi.SystemCaller(), resourceapi.Posts, resourceapi.Address{ID: dropped}, nil); err != nil {
+		tb.Fatal(err)
+	}
+	rig.postIDs = append(rig.postIDs, itoa(dropped), "999999", "0", "abc", "")
 	return rig
 }
 
@@ -141,6 +162,31 @@ func fastCases(id string) []fastCase {
 		{query: `query($id: ID!) { user(id: $id) { name } }`, fast: 0},
 		{query: `{ user(id: 3) { name } }`, fast: 1},
 		{query: `{ user(id: 3.5) { name } }`, fast: 0},
+	}
+}
+
+// fastPostCases are the documents of the differential tests for the post
+// of id.
+func fastPostCases(id string) []fastCase {
+	q := func(query string, fast int) fastCase {
+		return fastCase{query: query, vars: map[string]any{"id": id}, fast: fast}
+	}
+	lit, _ := json.Marshal(id)
+	return []fastCase{
+		q(`query($id: ID!) { post(id: $id) { title content } }`, 1),
+		{query: `query($id: ID!) { post(id: $id) { title } }`, vars: map[string]any{"id": id}, get: true, fast: 1},
+		q(`query Named($id: ID!) { post(id: $id) { id title content createdAt __typename } }`, 1),
+		q(`query($id: ID!) { p: post(id: $id) { t: __typename c: content i: id } }`, 1),
+		q(`query($id: ID!) { post(id: $id) { title title } }`, 0),
+		q(`query($id: ID!) { post(id: $id) { title author { name } } }`, 0),
+		q(`query($id: ID!) { post(id: $id) { ...F } } fragment F on Post { title }`, 0),
+		q(`query($id: ID!) { post(id: $id) { title @skip(if: false) } }`, 0),
+		q(`query($id: ID!) { post(id: $id) { title } user(id: $id) { name } }`, 0),
+		q(`query($id: ID!) { post(id: $id) { name } }`, 0),
+		q(`query($id: ID!) { user(id: $id) { title } }`, 0),
+		{query: `{ post(id: ` + string(lit) + `) { title content } }`, fast: 1},
+		{query: `query($id: ID!) { post(id: $id) { title } }`, vars: map[string]any{"id": json.Number("2")}, fast: 1},
+		{query: `query($id: ID!) { post(id: $id) { title } }`, vars: map[string]any{"id": false}, fast: 0},
 	}
 }
 
@@ -262,6 +308,29 @@ func TestFastPathAsGqlgen(t *testing.T) {
 					}
 				}
 			}
+			for _, id := range rig.postIDs {
+				for ci, c := range fastPostCases(id) {
+					for ki, key := range rig.callers {
+						for si := range rig.servers {
+							if si > 0 && (ki > 2 || c.fast == 0) {
+								continue // the limits with the admin, the owner and another user
+							}
+							accept := ""
+							if (ci+ki+si)%3 == 1 {
+								accept = "application/graphql-response+json"
+							}
+							fast := rig.compare(t, si, key, accept, func(h http.Handler) string { return c.send(t, h, key, accept) })
+							total++
+							if fast {
+								fastN++
+							}
+							if (c.fast == 1 && !fast) || (c.fast == 0 && fast) {
+								t.Fatalf("%s %v: fast path %v, want %d", c.query, c.vars, fast, c.fast)
+							}
+						}
+					}
+				}
+			}
 			t.Logf("%d requests, %d on the fast path", total, fastN)
 		})
 	}
@@ -274,10 +343,11 @@ func FuzzFastPath(f *testing.F) {
 	if testing.Short() {
 		f.Skip("seeds a database")
 	}
-	for _, c := range fastCases("3") {
+	for _, c := range append(fastCases("3"), fastPostCases("1")...) {
 		vars, _ := json.Marshal(c.vars)
 		f.Add(c.query, string(vars), uint8(0), uint8(0))
 	}
+	f.Add(`{ post(id: "2") { title content } }`, `null`, uint8(2), uint8(5))
 	f.Add(`{ user(id: "2") { name email } }`, `null`, uint8(4), uint8(3))
 	f.Add(`query($id: ID!) { user(id: $id) { createdAt } }`, `{"id":"1"}`, uint8(2), uint8(7))
 	f.Add(`query($id: ID!) { user(id: $id) { id } }`, `{"id":"9"}`, uint8(5), uint8(1))
