@@ -28,6 +28,13 @@ import (
 // 100 users. It returns the chain and the admin's API key.
 func servedHandler(tb testing.TB) (http.Handler, string) {
 	tb.Helper()
+	s := servedSQLite(tb)
+	return s.handler, s.admin
+}
+
+// servedSQLite is the server of servedHandler.
+func servedSQLite(tb testing.TB) *server {
+	tb.Helper()
 	db, err := sqlite.Open(tb.Context(), filepath.Join(tb.TempDir(), "bench.db"), sqlite.Options{Sync: sqlite.SyncNormal})
 	if err != nil {
 		tb.Fatal(err)
@@ -55,10 +62,11 @@ func servedPostgres(tb testing.TB) (http.Handler, string) {
 	if !db.Holding() {
 		tb.Fatal("the store never became the solo holder")
 	}
-	return servedOn(tb, db)
+	s := servedOn(tb, db)
+	return s.handler, s.admin
 }
 
-func servedOn(tb testing.TB, db store) (http.Handler, string) {
+func servedOn(tb testing.TB, db store) *server {
 	tb.Helper()
 	m := metrics.New()
 	s := mustServer(tb, db, func(o *graph.Options, c *rhttp.Config) {
@@ -70,7 +78,7 @@ func servedOn(tb testing.TB, db store) (http.Handler, string) {
 	})
 	mustUsers(tb, s, 19, 5)
 	mustUsers(tb, s, 80, 0)
-	return s.handler, s.admin
+	return s
 }
 
 // discardWriter is a ResponseWriter that keeps the status and drops the
@@ -194,6 +202,26 @@ func benchServedUserGraphQL(b *testing.B, served func(testing.TB) (http.Handler,
 		bodies[i] = fmt.Appendf(nil, `{"query":"query($id: ID!) { user(id: $id) { name email } }","variables":{"id":"%d"}}`, i+2)
 	}
 	serveOne(b, h, key, http.MethodPost, func(int) string { return "/graphql" }, func(i int) []byte { return bodies[i%len(bodies)] })
+}
+
+// BenchmarkServedPostGraphQL is one post through { post(id: $id) { title
+// content } } (posts 1 to 95), by the fast path and by gqlgen's executor.
+func BenchmarkServedPostGraphQL(b *testing.B) {
+	bodies := make([][]byte, 95)
+	for i := range bodies {
+		bodies[i] = fmt.Appendf(nil, `{"query":"query($id: ID!) { post(id: $id) { title content } }","variables":{"id":"%d"}}`, i+1)
+	}
+	for _, fast := range []bool{true, false} {
+		name := "fast"
+		if !fast {
+			name = "gqlgen"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := servedSQLite(b)
+			graph.SetFastPath(s.gql, fast)
+			serveOne(b, s.handler, s.admin, http.MethodPost, func(int) string { return "/graphql" }, func(i int) []byte { return bodies[i%len(bodies)] })
+		})
+	}
 }
 
 // maxGetAllocs bounds the allocations of a GET of one record as served
