@@ -216,3 +216,37 @@ func (v *view) writeCondition(r *http.Request) resourceapi.Condition {
 		return nil
 	}
 }
+
+// appendHTTPDate appends t as an HTTP date (RFC 9110 section 5.6.7, the
+// IMF-fixdate), byte for byte what t.UTC().AppendFormat(b, http.TimeFormat)
+// appends, without interpreting the layout: Last-Modified is on every GET of
+// a record, where the layout's interpretation cost more than a rendering of
+// the record's fields.
+func appendHTTPDate(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(b, http.TimeFormat)
+	}
+	hour, min, sec := t.Clock()
+	b = append(b, httpWeekdays[3*t.Weekday():3*t.Weekday()+3]...)
+	b = append(b, ',', ' ')
+	b = append2(b, day)
+	b = append(b, ' ')
+	b = append(b, httpMonths[3*(month-1):3*month]...)
+	b = append(b, ' ')
+	b = append2(b, year/100)
+	b = append2(b, year%100)
+	b = append(b, ' ')
+	b = append2(b, hour)
+	b = append(b, ':')
+	b = append2(b, min)
+	b = append(b, ':')
+	b = append2(b, sec)
+	return append(b, " GMT"...)
+}
+
+const (
+	httpWeekdays = "SunMonTueWedThuFriSat"
+	httpMonths   = "JanFebMarAprMayJunJulAugSepOctNovDec"
+)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/resourceapi/resourceapi"
 )
@@ -384,6 +385,10 @@ func preferMinimal(r *http.Request) bool {
 	return false
 }
 
+// cacheableLen is the room writeCacheable needs for an entity tag, a
+// Last-Modified date and a Content-Length.
+const cacheableLen = etagLen + len(http.TimeFormat) + 20
+
 // writeCacheable sends the 200 response of a GET (or HEAD) with its
 // validators, or 304 when the client's copy is current. Its entity tag is
 // that of tagged, the full representation (body itself, or a record's full
@@ -398,16 +403,27 @@ func writeCacheable(w http.ResponseWriter, r *http.Request, body, tagged []byte,
 	// allocation instead of six on every GET of a record. Each header gets
 	// a slice of its own capacity, so that adding a value to one
 	// (Header.Add) cannot overwrite another.
-	var buf [etagLen + len(http.TimeFormat) + 20]byte
+	info := infoFrom(r)
+	var buf [cacheableLen]byte
 	b := appendETag(buf[:0], tagged)
 	if !modified.IsZero() {
-		b = modified.UTC().AppendFormat(b, http.TimeFormat)
+		b = appendHTTPDate(b, modified)
 	}
 	lm := len(b)
 	b = strconv.AppendInt(b, int64(len(body)), 10)
-	all := string(b)
+	var all string
+	if !info.cacheBufUsed && len(b) <= len(info.cacheBuf) {
+		// The request's own bytes, written once and never again (the
+		// header map holds strings over them until the response is
+		// sent): no allocation.
+		info.cacheBufUsed = true
+		n := copy(info.cacheBuf[:], b)
+		all = unsafe.String(&info.cacheBuf[0], n)
+	} else {
+		all = string(b)
+	}
 	tag := all[:etagLen]
-	vals := infoFrom(r).vals[1:4]
+	vals := info.vals[1:4]
 	vals[0] = tag
 	h["Etag"] = vals[0:1:1] // the canonical form of ETag, set without canonicalizing
 	h["Cache-Control"] = cacheRevalidate
