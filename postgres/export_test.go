@@ -76,3 +76,6 @@ func (db *DB) Split() (batch, reads, pool int) {
 	}
 	return batch, cap(db.rw.reads), cap(db.rw.slots)
 }
+
+// Placeholder is the dialect's placeholder of the nth parameter.
+func Placeholder(n int) string { return dialect{}.Placeholder(n) }

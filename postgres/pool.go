@@ -496,7 +496,8 @@ func (t *tx) QueryRowContext(ctx context.Context, query string, args ...any) sql
 	if err != nil {
 		return errRow{err}
 	}
-	return batchRow{br.QueryRow(), br}
+	r, err := br.Query()
+	return batchRow{row{r, err}, br}
 }
 
 // commit sends the queued statements and COMMIT in one batch.
@@ -539,9 +540,13 @@ func (t *tx) commit(ctx context.Context) error {
 }
 
 // batchRow is the row of a write's first statement: reading it ends the
-// batch that carried the BEGIN.
+// batch that carried the BEGIN. Its row is scanned as every other
+// statement's (row, scanFields): a record's columns decoded straight into
+// their fields, where pgx's own row (br.QueryRow) would plan a scan and box
+// a value for each column (a POST's INSERT ... RETURNING is a write's first
+// statement).
 type batchRow struct {
-	row pgx.Row
+	row row
 	br  pgx.BatchResults
 }
 

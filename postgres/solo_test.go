@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -371,5 +372,23 @@ func TestSoloGuardOncePerTransaction(t *testing.T) {
 	insert(tx)
 	if n := calls(tx) - before; n != 2 {
 		t.Errorf("solo_guard ran %d times around a rolled-back savepoint, want 2 (once before it, once after)", n)
+	}
+}
+
+// TestWriteTriggersCallWithoutQueries: the trigger functions every write
+// runs (the solo guard's first run, the event's id in commit order) call
+// the functions they run for their effect (advisory locks, set_config,
+// setval) in assignments that PL/pgSQL evaluates itself, not in PERFORM,
+// a query through SPI with an executor of its own each (migration 00042).
+func TestWriteTriggersCallWithoutQueries(t *testing.T) {
+	db := mustAdmin(t, pgtest.Migrated(t))
+	for _, fn := range []string{"solo_guard", "events_in_commit_order"} {
+		var src string
+		if err := db.QueryRowContext(context.Background(), "SELECT prosrc FROM pg_proc WHERE proname = $1", fn).Scan(&src); err != nil {
+			t.Fatalf("%s: %v", fn, err)
+		}
+		if strings.Contains(src, "PERFORM") {
+			t.Errorf("%s runs PERFORM:\n%s", fn, src)
+		}
 	}
 }
