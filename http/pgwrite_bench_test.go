@@ -1,22 +1,14 @@
 package http_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/resourceapi/resourceapi"
-	rhttp "github.com/resourceapi/resourceapi/http"
 	"github.com/resourceapi/resourceapi/postgres"
-	"github.com/resourceapi/resourceapi/postgres/pgtest"
 )
 
 // BenchmarkPostgresWrite serves bench/peers.sh's pg-post (POST a user) and
@@ -27,45 +19,7 @@ import (
 // share of a write (PostgreSQL's is its processes'). The outbox relay does
 // not run, so events stay unpublished.
 func BenchmarkPostgresWrite(b *testing.B) {
-	if os.Getenv(pgtest.EnvURL) == "" {
-		b.Skip(pgtest.EnvURL + " is not set")
-	}
-	ctx := context.Background()
-	url := pgtest.Migrated(b)
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	for _, q := range []string{
-		`INSERT INTO users (name, email, email_key, age, roles, created_at, updated_at)
-		 SELECT 'User ' || lpad(i::text, 5, '0'), 'user' || i || '@example.com', 'user' || i || '@example.com', 18 + i % 60, '["user"]', now(), now()
-		 FROM generate_series(1, 10000) i`,
-		`VACUUM ANALYZE`,
-	} {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			b.Fatalf("%s: %v", q, err)
-		}
-	}
-	db, err := postgres.Open(ctx, url, postgres.Options{Solo: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { db.Close() })
-	for deadline := time.Now().Add(10 * time.Second); !db.Holding() && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	cfg := testConfig(b, db)
-	u, err := cfg.Service.Create(ctx, resourceapi.SystemCaller(), resourceapi.Users, 0, resourceapi.Record{
-		"name": "Admin", "email": adminEmail, "roles": []string{resourceapi.RoleAdmin}, "password": "correct horse battery"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	k, err := cfg.Service.Create(ctx, resourceapi.SystemCaller(), resourceapi.APIKeys, 0, resourceapi.Record{"user_id": u.ID()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	h := withKey(rhttp.NewServer(cfg).Handler(), k["key"].(string))
+	h := postgresBenchHandler(b, postgres.Options{Solo: true})
 	var seq atomic.Int64
 	b.Run("post", func(b *testing.B) {
 		b.SetParallelism(32)
