@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // timeLayout is the one timestamp format the service shows: RFC 3339 in UTC
@@ -34,7 +35,7 @@ func MarshalRecord(res *Resource, rec Record) ([]byte, error) {
 			b = append(b, ',')
 		}
 		first = false
-		b = appendJSONString(b, f.Name)
+		b = AppendJSONString(b, f.Name)
 		b = append(b, ':')
 		var err error
 		if b, err = appendFieldValue(b, f, rec[f.Name]); err != nil {
@@ -62,7 +63,7 @@ func appendFieldValue(b []byte, f *Field, v any) ([]byte, error) {
 		if !ok {
 			return wrong()
 		}
-		return appendJSONString(b, s), nil
+		return AppendJSONString(b, s), nil
 	case TypeBool:
 		x, ok := v.(bool)
 		if !ok {
@@ -91,7 +92,7 @@ func appendFieldValue(b []byte, f *Field, v any) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, s)
+			b = AppendJSONString(b, s)
 		}
 		return append(b, ']'), nil
 	case TypeItems:
@@ -110,7 +111,7 @@ func appendFieldValue(b []byte, f *Field, v any) ([]byte, error) {
 				if j > 0 {
 					b = append(b, ',')
 				}
-				b = appendJSONString(b, sub.Name)
+				b = AppendJSONString(b, sub.Name)
 				b = append(b, ':')
 				var err error
 				if b, err = appendFieldValue(b, sub, item[sub.Name]); err != nil {
@@ -124,23 +125,72 @@ func appendFieldValue(b []byte, f *Field, v any) ([]byte, error) {
 	return b, fmt.Errorf("field type %v cannot be encoded", f.Type)
 }
 
-// appendJSONString appends s as a JSON string, escaped as encoding/json
-// escapes it (invalid UTF-8 becomes U+FFFD).
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			// What encoding/json escapes (HTML characters included) or
-			// checks (UTF-8): it writes the string. An event's field names
-			// and most values never get here, and then the string costs no
-			// allocation and no reflection.
-			j, _ := json.Marshal(s) // a string always marshals
-			return append(b, j...)
-		}
+// safeASCII marks the ASCII bytes that appear in a JSON string as they are.
+// It matches encoding/json's default escaping (which also escapes <, > and &
+// so that a body mistaken for HTML cannot carry markup), so the two produce
+// the same bytes.
+var safeASCII = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
 	}
+	return t
+}()
+
+// AppendJSONString appends s as a JSON string, byte for byte as
+// encoding/json writes it: invalid UTF-8 becomes U+FFFD, and U+2028 and
+// U+2029 are escaped. Records, events and the REST API's bodies and
+// cursors are written with it.
+func AppendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
-	b = append(b, s...)
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if safeASCII[c] {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', jsonHex[c>>4], jsonHex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', jsonHex[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
 	return append(b, '"')
 }
+
+const jsonHex = "0123456789abcdef"
 
 // UnmarshalRecord decodes a record of res that MarshalRecord encoded. Each
 // value must have its field's JSON type (null for absent values); timestamps

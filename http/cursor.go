@@ -67,9 +67,9 @@ type cursorPayload struct {
 func (cs *Cursors) Encode(res *resourceapi.Resource, c resourceapi.Cursor) string {
 	var buf [256]byte
 	b := append(buf[:0], `{"r":`...)
-	b = appendString(b, res.Name)
+	b = resourceapi.AppendJSONString(b, res.Name)
 	b = append(b, `,"s":`...)
-	b = appendString(b, c.Sort)
+	b = resourceapi.AppendJSONString(b, c.Sort)
 	if c.Desc {
 		b = append(b, `,"d":true`...)
 	}
@@ -86,7 +86,7 @@ func (cs *Cursors) Encode(res *resourceapi.Resource, c resourceapi.Cursor) strin
 	case bool:
 		b = strconv.AppendBool(b, x)
 	case string:
-		b = appendString(b, x) // valid UTF-8: the store holds nothing else
+		b = resourceapi.AppendJSONString(b, x) // valid UTF-8: the store holds nothing else
 	default:
 		v, _ := json.Marshal(x)
 		b = append(b, v...)

@@ -117,28 +117,28 @@ func (s *Server) respondError(w http.ResponseWriter, r *http.Request, status int
 		// about:blank makes title the status phrase (RFC 9457 section 4.2.1);
 		// the stable machine-readable identity of the problem is code.
 		b = append(b, `{"type":"about:blank","title":`...)
-		b = appendString(b, http.StatusText(status))
+		b = resourceapi.AppendJSONString(b, http.StatusText(status))
 		b = append(b, `,"status":`...)
 		b = strconv.AppendInt(b, int64(status), 10)
 		b = append(b, `,"detail":`...)
-		b = appendString(b, e.Message)
+		b = resourceapi.AppendJSONString(b, e.Message)
 		b = append(b, `,"code":`...)
-		b = appendString(b, string(e.Code))
+		b = resourceapi.AppendJSONString(b, string(e.Code))
 		b = append(b, `,"request_id":`...)
-		b = appendString(b, info.id)
+		b = resourceapi.AppendJSONString(b, info.id)
 		b = append(b, `,"errors":`...)
 		b = appendDetails(b, e.Details)
 		b = append(b, '}')
 	} else {
 		h["Content-Type"] = contentTypeJSON
 		b = append(b, `{"error":{"code":`...)
-		b = appendString(b, string(e.Code))
+		b = resourceapi.AppendJSONString(b, string(e.Code))
 		b = append(b, `,"message":`...)
-		b = appendString(b, e.Message)
+		b = resourceapi.AppendJSONString(b, e.Message)
 		b = append(b, `,"details":`...)
 		b = appendDetails(b, e.Details)
 		b = append(b, `,"request_id":`...)
-		b = appendString(b, info.id)
+		b = resourceapi.AppendJSONString(b, info.id)
 		b = append(b, `}}`...)
 	}
 	*buf = b
@@ -155,9 +155,9 @@ func appendDetails(b []byte, details []resourceapi.FieldError) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"field":`...)
-		b = appendString(b, d.Field)
+		b = resourceapi.AppendJSONString(b, d.Field)
 		b = append(b, `,"message":`...)
-		b = appendString(b, d.Message)
+		b = resourceapi.AppendJSONString(b, d.Message)
 		b = append(b, '}')
 	}
 	return append(b, ']')

@@ -9,7 +9,7 @@ import (
 // Internals exposed to the black-box tests of package http_test, which test
 // them directly where going through a server would not reach every case.
 var (
-	AppendString     = appendString
+	AppendString     = resourceapi.AppendJSONString
 	AppendTime       = appendTime
 	AppendValue      = appendValue
 	NegotiateCoding  = negotiateCoding

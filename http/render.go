@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/resourceapi/resourceapi"
 )
@@ -76,10 +75,10 @@ type column struct {
 func newView(res *resourceapi.Resource) *view {
 	v := &view{res: res, byName: make(map[string]*column)}
 	for _, name := range res.VisibleFields() {
-		c := column{name: name, key: string(appendString(nil, name)) + ":"}
+		c := column{name: name, key: string(resourceapi.AppendJSONString(nil, name)) + ":"}
 		if f := res.Field(name); f.Items != nil {
 			for _, sub := range f.Items.Fields {
-				c.items = append(c.items, column{name: sub.Name, key: string(appendString(nil, sub.Name)) + ":"})
+				c.items = append(c.items, column{name: sub.Name, key: string(resourceapi.AppendJSONString(nil, sub.Name)) + ":"})
 			}
 		}
 		v.fields = append(v.fields, c)
@@ -89,7 +88,7 @@ func newView(res *resourceapi.Resource) *view {
 	}
 	for _, f := range res.Fields {
 		if f.Generate != nil && f.Secret != resourceapi.NotSecret {
-			v.once = append(v.once, column{name: f.Name, key: string(appendString(nil, f.Name)) + ":"})
+			v.once = append(v.once, column{name: f.Name, key: string(resourceapi.AppendJSONString(nil, f.Name)) + ":"})
 		}
 	}
 	return v
@@ -105,7 +104,7 @@ func (v *view) appendOnce(b []byte, rec resourceapi.Record) []byte {
 		}
 		b = append(b[:len(b)-1], ',')
 		b = append(b, c.key...)
-		b = appendString(b, s)
+		b = resourceapi.AppendJSONString(b, s)
 		b = append(b, '}')
 	}
 	return b
@@ -186,7 +185,7 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	case int64:
 		return strconv.AppendInt(b, x, 10), nil
 	case string:
-		return appendString(b, x), nil
+		return resourceapi.AppendJSONString(b, x), nil
 	case bool:
 		return strconv.AppendBool(b, x), nil
 	case time.Time:
@@ -197,7 +196,7 @@ func appendValue(b []byte, v any) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, s)
+			b = resourceapi.AppendJSONString(b, s)
 		}
 		return append(b, ']'), nil
 	case int:
@@ -253,66 +252,3 @@ const twoDigits = "0001020304050607080910111213141516171819202122232425262728293
 func append2(b []byte, n int) []byte { return append(b, twoDigits[2*n], twoDigits[2*n+1]) }
 
 const hexDigits = "0123456789abcdef"
-
-// safeASCII marks the ASCII bytes that appear in a JSON string as they are.
-// It matches encoding/json's default escaping (which also escapes <, > and &
-// so that a body mistaken for HTML cannot carry markup), so the two produce
-// the same bytes.
-var safeASCII = func() (t [utf8.RuneSelf]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
-	}
-	return t
-}()
-
-// appendString renders s as a JSON string. Invalid UTF-8 becomes U+FFFD, and
-// U+2028 and U+2029 are escaped, as encoding/json does.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if safeASCII[c] {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}

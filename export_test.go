@@ -1,4 +1,0 @@
-package resourceapi
-
-// AppendJSONString is appendJSONString, for tests.
-var AppendJSONString = appendJSONString
