@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"slices"
 
 	"github.com/resourceapi/resourceapi"
 )
@@ -75,6 +76,27 @@ func SetFastPath(h *Handler, on bool) { h.fast.off.Store(!on) }
 
 // FastAnswered returns how many operations h's fast path answered.
 func FastAnswered(h *Handler) int64 { return h.fast.answered.Load() }
+
+// FastRoots returns the fields of Query that h's fast path answers, sorted.
+func FastRoots(h *Handler) []string {
+	names := make([]string, 0, len(h.fastRoots))
+	for name := range h.fastRoots {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// SetMaxResponseBytes sets h's Options.MaxResponseBytes (0: the default)
+// between requests, and returns the limit it had.
+func SetMaxResponseBytes(h *Handler, n int64) int64 {
+	old := h.cfg.MaxResponseBytes
+	if n <= 0 {
+		n = DefaultMaxResponseBytes
+	}
+	h.cfg.MaxResponseBytes = n
+	return old
+}
 
 // AppendQuoted is appendQuoted.
 func AppendQuoted(b []byte, s string) []byte { return appendQuoted(b, s) }

@@ -2,23 +2,29 @@ package graph
 
 import (
 	"context"
+	"fmt"
+	"reflect"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 )
 
-// The fast path: a query that reads one user or one post by id and only
-// its scalar fields,
+// The fast path: a query that reads one record by id, or the caller's
+// own user, and only its scalar fields,
 //
 //	query ($id: ID!) { user(id: $id) { name email } }
-//	query ($id: ID!) { post(id: $id) { title content } }
+//	query ($id: ID!) { product(id: $id) { name priceCents } }
+//	{ me { id name } }
 //
 // the most common GraphQL requests, are answered without gqlgen's per-field
 // execution (a field context, a context value, a field set, closures per
 // field: about 70 allocations of the ~120 such a request made), by the
 // same steps gqlgen takes for it, in the same order, with the same
-// functions wherever one is called:
+// functions wherever one is called. Its roots are every declared
+// resource's one-record field (fastOneRoots, which internal/graphgen
+// writes from the declarations, so a new resource's takes it too) and me:
 //
 //   - The operation is prepared as any other: the transport's
 //     CreateOperationContext (parsing or the query cache, validation,
@@ -27,13 +33,14 @@ import (
 //     not cancelled, and is of the shape below takes the fast path; any
 //     other goes to gqlgen's DispatchOperation as before.
 //   - The shape (fastField): a query operation without directives whose
-//     only selection is the field user or post (under any alias, without
-//     directives) with its one argument id (a literal or a variable), and
-//     whose selections under it are all fields among the object's scalar
-//     fields (fastRoots: User's id, name, email, createdAt; Post's id,
-//     title, content, createdAt) and __typename, without arguments, directives or
-//     selections of their own, each under a response key of its own (no
-//     fragments, so no @defer; nothing for gqlgen to merge).
+//     only selection is one of those root fields (under any alias, without
+//     directives) with its one argument id (a literal or a variable; me:
+//     none), and whose selections under it are all fields among the
+//     object's scalar fields (fastRootsOf: those of its type in the schema
+//     without arguments, of type ID, String, Int or Boolean; of User and
+//     Post those their fastField reads) and __typename, without arguments,
+//     directives or selections of their own, each under a response key of
+//     its own (no fragments, so no @defer; nothing for gqlgen to merge).
 //   - The operation runs inside the observer's InterceptOperation (its
 //     metrics and trace) and the handler's aroundResponse (the budget, the
 //     loaders, the rate charge, the budget's error replacing the
@@ -44,121 +51,191 @@ import (
 //     it (ast's arg2map, graphql.UnmarshalID: a value that does not
 //     unmarshal goes to gqlgen before anything ran), the field contexts
 //     of Query and of the field as gqlgen makes them, the resolver
-//     (queryResolver.User or Post: the rule layer's Get, its authorization, the
-//     budget's record) called through aroundField (the budget's charge),
+//     (queryResolver.User, Product, Me...: the rule layer's Get, its
+//     authorization and ownership, the budget's record) called through
+//     aroundField (the budget's charge),
 //     a panic recovered and an error added through gqlgen's own
 //     OperationContext.Recover, OperationContext.Error and
 //     AddFieldLocationToError into a gqlgen response context (so the
 //     presenter, the path and the locations are gqlgen's).
-//   - The object's fields: each charged to the budget as aroundField
-//     charges a string (valueBytes of a string is quotedLen), skipped
-//     once the budget is spent, a panic recovered onto the field's path;
-//     a field that answers null makes the object null, as gqlgen's
-//     non-null fields do.
+//   - The object's fields, read as the generated code reads them (a
+//     model's field or method; a map's value of the field's type or a
+//     pointer to it, else gqlgen's error): each charged to the budget as
+//     aroundField charges what the generated code returns (valueBytes),
+//     null once the budget is spent or past it, a panic recovered onto the
+//     field's path.
 //   - The data is written as gqlgen's field sets write it: keys and
 //     strings quoted as graphql.MarshalString quotes them (appendQuoted,
-//     FuzzAppendQuoted).
+//     FuzzAppendQuoted), numbers and booleans as MarshalInt and
+//     MarshalBoolean write them.
 //
 // TestFastPathAsGqlgen and FuzzFastPath send each request through both
 // paths (SetFastPath) and compare the status, the headers that describe
 // the body, the body itself, and what Observe and Trace were told.
 
-// fastRoot is a field of Query the fast path answers: its object type,
-// the object's scalar fields it answers (true for those gqlgen resolves
-// with a method: id and createdAt), its resolver, and the value of a field
-// of what that returns.
+// fastRoot is a field of Query the fast path answers: every declared
+// resource's one-record field (user, post, product, ...: fastOneRoots,
+// which internal/graphgen writes from the declarations) and me. Its
+// resolver is the one gqlgen calls; its type and the scalar fields it
+// answers are read from the schema (fastRootsOf).
 type fastRoot struct {
-	typ     string
-	fields  map[string]bool
+	typ    string
+	fields map[string]fastScalar
+	noArg  bool // me: no argument; the others take id
+	// resolve calls the field's resolver; me ignores id.
 	resolve func(ctx context.Context, r queryResolver, id string) (any, error)
-	// object returns the resolver's result as the fast path reads it, nil
-	// for a nil pointer; ok is false for a result of another type.
-	object func(res any) (o fastObject, ok bool)
-	zero   any // a nil pointer of the resolver's type, for its error
+	zero    any // a nil value of the resolver's type, for its error
 }
 
-// fastObject is the value of a fast path's root field.
-type fastObject interface {
-	fastField(name string) string
+// fastScalar is a scalar field of a fast root's object type.
+type fastScalar struct {
+	kind    byte // 's' String, 'd' ID, 'i' Int, 'b' Boolean
+	method  bool // gqlgen resolves it with a method of the model (User.ID)
+	nonNull bool
 }
 
-func (u *User) fastField(name string) string {
+// fastRootOf is the fast root of a one-record field whose resolver is m
+// (a method expression: queryResolver.Product).
+func fastRootOf[T any](m func(queryResolver, context.Context, string) (T, error)) *fastRoot {
+	var zero T
+	return &fastRoot{
+		resolve: func(ctx context.Context, r queryResolver, id string) (any, error) { return m(r, ctx, id) },
+		zero:    zero,
+	}
+}
+
+// fastModel is a model of the specification's types (User, Post) as the
+// fast path reads it: the value of its scalar field name as gqlgen's
+// generated code reads it (method: by a method of the model), ok false for
+// a field it does not have.
+type fastModel interface {
+	fastField(name string) (v string, method, ok bool)
+}
+
+func (u *User) fastField(name string) (string, bool, bool) {
 	switch name {
 	case "id":
-		return u.ID()
+		return u.ID(), true, true
 	case "name":
-		return u.Name
+		return u.Name, false, true
 	case "email":
-		return u.Email
+		return u.Email, false, true
 	case "createdAt":
-		return u.CreatedAt()
+		return u.CreatedAt(), true, true
 	}
-	return ""
+	return "", false, false
 }
 
-func (p *Post) fastField(name string) string {
+func (p *Post) fastField(name string) (string, bool, bool) {
 	switch name {
 	case "id":
-		return p.ID()
+		return p.ID(), true, true
 	case "title":
-		return p.Title
+		return p.Title, false, true
 	case "content":
-		return p.Content
+		return p.Content, false, true
 	case "createdAt":
-		return p.CreatedAt()
+		return p.CreatedAt(), true, true
 	}
-	return ""
+	return "", false, false
 }
 
-// fastRoots are the fields of Query the fast path answers.
-var fastRoots = map[string]*fastRoot{
-	"user": {
-		typ:    "User",
-		fields: map[string]bool{"id": true, "name": false, "email": false, "createdAt": true},
-		resolve: func(ctx context.Context, r queryResolver, id string) (any, error) {
-			return r.User(ctx, id)
-		},
-		object: func(res any) (fastObject, bool) {
-			u, ok := res.(*User)
-			if !ok || u == nil {
-				return nil, ok
+// fastRootsOf returns the fast roots of the schema: those of fastOneRoots
+// and me whose field has the expected arguments (id: ID!, or none) and an
+// object type, with the scalar fields of that type the fast path can
+// answer: of a model (User, Post), those its fastField reads, of a
+// generated type (a map), its nullable ID, String, Int and Boolean
+// fields. A field with arguments, a list, an object or another scalar
+// type goes to gqlgen.
+func fastRootsOf(schema *ast.Schema) map[string]*fastRoot {
+	roots := fastOneRoots()
+	me := fastRootOf(func(r queryResolver, ctx context.Context, _ string) (*User, error) { return r.Me(ctx) })
+	me.noArg = true
+	roots["me"] = me
+	out := make(map[string]*fastRoot, len(roots))
+	for name, root := range roots {
+		def := schema.Query.Fields.ForName(name)
+		if def == nil || def.Type.Elem != nil {
+			continue
+		}
+		if root.noArg != (len(def.Arguments) == 0) {
+			continue
+		}
+		if !root.noArg && (len(def.Arguments) != 1 || def.Arguments[0].Name != "id" || def.Arguments[0].Type.String() != "ID!") {
+			continue
+		}
+		obj := schema.Types[def.Type.NamedType]
+		if obj == nil || obj.Kind != ast.Object {
+			continue
+		}
+		model, isModel := root.zero.(fastModel)
+		if _, isMap := root.zero.(map[string]any); !isModel && !isMap {
+			continue
+		}
+		root.typ = obj.Name
+		root.fields = map[string]fastScalar{}
+		for _, f := range obj.Fields {
+			if len(f.Arguments) != 0 || f.Type.Elem != nil {
+				continue
 			}
-			return u, true
-		},
-		zero: (*User)(nil),
-	},
-	"post": {
-		typ:    "Post",
-		fields: map[string]bool{"id": true, "title": false, "content": false, "createdAt": true},
-		resolve: func(ctx context.Context, r queryResolver, id string) (any, error) {
-			return r.Post(ctx, id)
-		},
-		object: func(res any) (fastObject, bool) {
-			p, ok := res.(*Post)
-			if !ok || p == nil {
-				return nil, ok
+			var kind byte
+			switch f.Type.NamedType {
+			case "String":
+				kind = 's'
+			case "ID":
+				kind = 'd'
+			case "Int":
+				kind = 'i'
+			case "Boolean":
+				kind = 'b'
+			default:
+				continue
 			}
-			return p, true
-		},
-		zero: (*Post)(nil),
-	},
+			sc := fastScalar{kind: kind, nonNull: f.Type.NonNull}
+			if isModel {
+				// The zero model's pointer is nil: fastField of a field it
+				// has would read it, so probe with an empty one.
+				_, method, ok := reflectNew(model).fastField(f.Name)
+				if !ok || kind == 'i' || kind == 'b' {
+					continue
+				}
+				sc.method = method
+			} else if sc.nonNull {
+				continue
+			}
+			root.fields[f.Name] = sc
+		}
+		out[name] = root
+	}
+	return out
+}
+
+// reflectNew returns an empty model of m's type (m is a nil pointer).
+func reflectNew(m fastModel) fastModel {
+	return reflect.New(reflect.TypeOf(m).Elem()).Interface().(fastModel)
 }
 
 // fastField returns the root field of op and what the fast path knows of
 // it when op has the fast path's shape.
-func fastField(op *ast.OperationDefinition) (*ast.Field, *fastRoot) {
+func (h *Handler) fastField(op *ast.OperationDefinition) (*ast.Field, *fastRoot) {
 	if op == nil || op.Operation != ast.Query || len(op.Directives) != 0 || len(op.SelectionSet) != 1 {
 		return nil, nil
 	}
 	f, ok := op.SelectionSet[0].(*ast.Field)
-	if !ok || len(f.Directives) != 0 || len(f.Arguments) != 1 ||
-		f.Arguments[0].Name != "id" || f.Arguments[0].Value == nil ||
+	if !ok || len(f.Directives) != 0 ||
 		f.Definition == nil || f.ObjectDefinition == nil || f.ObjectDefinition.Name != "Query" ||
 		len(f.SelectionSet) == 0 || len(f.SelectionSet) > 16 {
 		return nil, nil
 	}
-	root := fastRoots[f.Name]
+	root := h.fastRoots[f.Name]
 	if root == nil {
+		return nil, nil
+	}
+	if root.noArg {
+		if len(f.Arguments) != 0 {
+			return nil, nil
+		}
+	} else if len(f.Arguments) != 1 || f.Arguments[0].Name != "id" || f.Arguments[0].Value == nil {
 		return nil, nil
 	}
 	for i, sel := range f.SelectionSet {
@@ -213,13 +290,15 @@ func (h *Handler) dispatchFast(ctx context.Context, oc *graphql.OperationContext
 	if h.fast.off.Load() || ctx.Err() != nil {
 		return nil, false
 	}
-	f, root := fastField(oc.Operation)
+	f, root := h.fastField(oc.Operation)
 	if f == nil {
 		return nil, false
 	}
-	id, ok := fastID(f, oc.Variables)
-	if !ok {
-		return nil, false
+	var id string
+	if !root.noArg {
+		if id, ok = fastID(f, oc.Variables); !ok {
+			return nil, false
+		}
 	}
 	h.fast.answered.Add(1)
 	// DispatchOperation: the operation context, the operation middleware
@@ -259,25 +338,25 @@ func (h *Handler) execOne(ctx context.Context, oc *graphql.OperationContext, f *
 	data = append(data, '{')
 	data = appendQuoted(data, f.Alias)
 	data = append(data, ':')
-	o := h.resolveOne(fctx, oc, root, id)
-	if o == nil {
+	res := h.resolveOne(fctx, oc, root, id)
+	switch o := res.(type) {
+	case fastModel:
+		data = h.appendObject(fctx, oc, data, f.SelectionSet, root, o, nil)
+	case map[string]any:
+		data = h.appendObject(fctx, oc, data, f.SelectionSet, root, nil, o)
+	default:
 		data = append(data, "null"...)
-	} else {
-		mark := len(data)
-		var ok bool
-		if data, ok = h.appendObject(fctx, oc, data, f.SelectionSet, root, o); !ok {
-			data = append(data[:mark], "null"...)
-		}
 	}
 	data = append(data, '}')
 	return &graphql.Response{Data: data, Errors: graphql.GetErrors(rctx)}
 }
 
 // resolveOne is gqlgen's resolveField for the root field (Query.user,
-// Query.post): the resolver through the operation's ResolverMiddleware
-// (aroundField), a panic or an error added to the response's errors; nil
-// for null.
-func (h *Handler) resolveOne(ctx context.Context, oc *graphql.OperationContext, root *fastRoot, id string) (o fastObject) {
+// Query.product, Query.me, ...): the resolver through the operation's
+// ResolverMiddleware (aroundField), a panic or an error added to the
+// response's errors. It returns the object (a non-nil model or map), or
+// nil for null.
+func (h *Handler) resolveOne(ctx context.Context, oc *graphql.OperationContext, root *fastRoot, id string) (o any) {
 	defer func() {
 		if r := recover(); r != nil {
 			oc.Error(ctx, oc.Recover(ctx, r))
@@ -291,13 +370,18 @@ func (h *Handler) resolveOne(ctx context.Context, oc *graphql.OperationContext, 
 		oc.Error(ctx, graphql.AddFieldLocationToError(ctx, err))
 		return nil
 	}
-	if o, ok := root.object(res); ok {
-		return o
-	}
-	switch res.(type) {
-	case nil:
+	if res == nil {
 		return nil
-	case graphql.Marshaler:
+	}
+	if reflect.TypeOf(res) == reflect.TypeOf(root.zero) {
+		// The resolver's type: a nil pointer or map is null (gqlgen's
+		// marshalOUser2ᚖUser, marshalOProduct2map).
+		if reflect.ValueOf(res).IsNil() {
+			return nil
+		}
+		return res
+	}
+	if _, ok := res.(graphql.Marshaler); ok {
 		// The budget was spent (aroundField's null): the response is
 		// replaced by its error (aroundResponse).
 		return nil
@@ -306,12 +390,10 @@ func (h *Handler) resolveOne(ctx context.Context, oc *graphql.OperationContext, 
 	return nil
 }
 
-// appendObject appends o's selected fields as gqlgen's _User or _Post
-// writes them, and reports false when one of them is null (then so is the
-// object).
-func (h *Handler) appendObject(ctx context.Context, oc *graphql.OperationContext, data []byte, sel ast.SelectionSet, root *fastRoot, o fastObject) ([]byte, bool) {
+// appendObject appends the selected fields of the object (a model or a
+// map) as gqlgen's _User, _Product... write them.
+func (h *Handler) appendObject(ctx context.Context, oc *graphql.OperationContext, data []byte, sel ast.SelectionSet, root *fastRoot, model fastModel, obj map[string]any) []byte {
 	b := budgetFrom(ctx)
-	ok := true
 	data = append(data, '{')
 	for i, s := range sel {
 		c := s.(*ast.Field)
@@ -324,43 +406,137 @@ func (h *Handler) appendObject(ctx context.Context, oc *graphql.OperationContext
 			data = appendQuoted(data, root.typ)
 			continue
 		}
-		v, fine := h.scalarField(ctx, oc, b, c, root, o)
-		if !fine {
-			ok = false
-			data = append(data, "null"...)
-			continue
-		}
-		data = appendQuoted(data, v)
+		data = h.scalarField(ctx, oc, b, data, c, root, model, obj)
 	}
-	return append(data, '}'), ok
+	return append(data, '}')
 }
 
-// scalarField resolves one scalar field of o as gqlgen's resolveField with
-// aroundField does: nothing once the budget is spent, else the value
-// charged (valueBytes of a string is its quotedLen) and null when the
-// charge passes the budget; a panic is recovered onto the field's path.
-func (h *Handler) scalarField(ctx context.Context, oc *graphql.OperationContext, b *budget, c *ast.Field, root *fastRoot, o fastObject) (v string, ok bool) {
+// fastPointer is what a pointer to an int charges (valueBytes: any
+// non-nil pointer but *string and *bool costs the same), without taking
+// the address of the value.
+var fastPointer int
+
+// scalarField appends one scalar field of the object as gqlgen's
+// resolveField with aroundField writes it: null once the budget is spent,
+// else the value as the generated code reads it (a model's field or
+// method; a map's value under the field's name, of the field's type or a
+// pointer to it, else an error) charged as aroundField charges it
+// (valueBytes of what the generated code returns) and null when the
+// charge passes the budget; a panic or an error is added on the field's
+// path, and the field is null. gqlgen's fields of these types are null
+// without making their object null: a null of a non-null field here only
+// comes with the budget's error, which replaces the response.
+func (h *Handler) scalarField(ctx context.Context, oc *graphql.OperationContext, b *budget, data []byte, c *ast.Field, root *fastRoot, model fastModel, obj map[string]any) (out []byte) {
+	sc := root.fields[c.Name]
+	fieldCtx := func() context.Context {
+		child := childLeafString
+		switch sc.kind {
+		case 'd':
+			child = childLeafID
+		case 'i':
+			child = childLeafInt
+		case 'b':
+			child = childLeafBoolean
+		}
+		fc, _ := newScalarFieldContext(root.typ, graphql.CollectedField{Field: c, Selections: c.SelectionSet}, sc.method, false, child)
+		return graphql.WithFieldContext(ctx, fc)
+	}
+	mark := len(data)
 	defer func() {
 		if r := recover(); r != nil {
-			child := childLeafString
-			if c.Name == "id" {
-				child = childLeafID
-			}
-			fc, _ := newScalarFieldContext(root.typ, graphql.CollectedField{Field: c, Selections: c.SelectionSet},
-				root.fields[c.Name], false, child)
-			fctx := graphql.WithFieldContext(ctx, fc)
+			fctx := fieldCtx()
 			oc.Error(fctx, oc.Recover(fctx, r))
-			v, ok = "", false
+			out = append(data[:mark], "null"...)
 		}
 	}()
 	if b != nil && b.err() != nil {
-		return "", false
+		return append(data, "null"...)
 	}
-	v = o.fastField(c.Name)
-	if b != nil && !b.charge(quotedLen(v)+4+len(c.Alias)) {
-		return "", false
+	if model != nil {
+		v, _, _ := model.fastField(c.Name)
+		if b != nil && !b.charge(quotedLen(v)+4+len(c.Alias)) {
+			return append(data, "null"...)
+		}
+		return appendQuoted(data, v)
 	}
-	return v, true
+	// The generated code's reading of a map's field (_Product_name).
+	var (
+		cost int
+		null bool
+		s    string
+		n    int
+		t    bool
+	)
+	switch sc.kind {
+	case 's', 'd':
+		switch v := obj[c.Name].(type) {
+		case *string:
+			if null = v == nil; !null {
+				s = *v
+			}
+		case string:
+			s = v
+		case nil:
+			null = true
+		default:
+			return h.fieldError(fieldCtx(), oc, data, fmt.Errorf("unexpected type %T for field %s", v, c.Name))
+		}
+		cost = 4
+		if !null {
+			cost = quotedLen(s)
+		}
+	case 'i':
+		switch v := obj[c.Name].(type) {
+		case *int:
+			if null = v == nil; !null {
+				n = *v
+			}
+		case int:
+			n = v
+		case nil:
+			null = true
+		default:
+			return h.fieldError(fieldCtx(), oc, data, fmt.Errorf("unexpected type %T for field %s", v, c.Name))
+		}
+		if null {
+			cost = valueBytes((*int)(nil))
+		} else {
+			cost = valueBytes(&fastPointer)
+		}
+	case 'b':
+		switch v := obj[c.Name].(type) {
+		case *bool:
+			if null = v == nil; !null {
+				t = *v
+			}
+		case bool:
+			t = v
+		case nil:
+			null = true
+		default:
+			return h.fieldError(fieldCtx(), oc, data, fmt.Errorf("unexpected type %T for field %s", v, c.Name))
+		}
+		cost = valueBytes((*bool)(nil)) // any *bool, nil or not
+	}
+	if b != nil && !b.charge(cost+4+len(c.Alias)) {
+		return append(data, "null"...)
+	}
+	switch {
+	case null:
+		return append(data, "null"...)
+	case sc.kind == 'i':
+		return strconv.AppendInt(data, int64(n), 10)
+	case sc.kind == 'b':
+		return strconv.AppendBool(data, t)
+	}
+	return appendQuoted(data, s)
+}
+
+// fieldError adds err as gqlgen's resolveField adds a resolver's error
+// (aroundField charges nothing for it) and appends the field's null.
+func (h *Handler) fieldError(fctx context.Context, oc *graphql.OperationContext, data []byte, err error) []byte {
+	oc.Error(fctx, graphql.AddFieldLocationToError(fctx, err))
+	return append(data, "null"...)
 }
 
 // appendQuoted appends s as gqlgen's graphql.MarshalString writes it:

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +21,7 @@ import (
 	"github.com/resourceapi/resourceapi"
 	"github.com/resourceapi/resourceapi/graph"
 	rhttp "github.com/resourceapi/resourceapi/http"
+	"github.com/resourceapi/resourceapi/internal/graphgen"
 	"github.com/resourceapi/resourceapi/sqlite/sqlitetest"
 )
 
@@ -39,6 +42,10 @@ type fastRig struct {
 	callers []string // API keys; "" anonymous
 	ids     []string // ids of users the documents read
 	postIDs []string // ids of posts the documents read
+	// recIDs are the ids of records of every other declared resource
+	// that the documents read, by resource name.
+	recIDs map[string][]string
+	n      int // numbers the examples
 }
 
 // observed is what a server's Observe and Trace were told.
@@ -92,7 +99,8 @@ func newFastRig(tb testing.TB, st store) *fastRig {
 	owner := s.mustAccount("Owner Person", "owner@test.example")
 	other := s.mustAccount("Other Person", "other@test.example", resourceapi.RoleUser)
 	editor := s.mustAccount("Editor Person", "editor@test.example", resourceapi.RoleEditor)
-	rig.callers = []string{s.admin, owner, other, editor, "", "not-a-key"}
+	odd := s.mustAccount(`Odd "q" back\\slash ünï 😀 \u2028`, "odd@test.example", resourceapi.RoleUser)
+	rig.callers = []string{s.admin, owner, other, editor, "", "not-a-key", odd}
 	rig.ids = []string{itoa(s.ids["admin@test.example"]), itoa(s.ids["owner@test.example"]), itoa(s.ids["other@test.example"])}
 	for _, name := range []string{`Quote "q" back\slash`, "tab\there", "ünïcödé 😀 <b>&amp;", "line\nbreak", "nul\x01\x1f", "\u2028sep"} {
 		u, err := s.service.Create(context.Background(), resourceapi.SystemCaller(), resourceapi.Users, 0,
@@ -126,7 +134,179 @@ func newFastRig(tb testing.TB, st store) *fastRig {
 		tb.Fatal(err)
 	}
 	rig.postIDs = append(rig.postIDs, itoa(dropped), "999999", "0", "abc", "")
+	rig.recIDs = map[string][]string{}
+	for _, res := range fastResources() {
+		rig.recIDs[res.Name] = rig.seed(tb, s, res)
+	}
 	return rig
+}
+
+// fastResources are the declared resources of generated types (all but
+// users and posts, whose documents are fastCases and fastPostCases).
+func fastResources() []*resourceapi.Resource {
+	var out []*resourceapi.Resource
+	for _, res := range resourceapi.Declared() {
+		if res != resourceapi.Users && res != resourceapi.Posts {
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
+// oddText is a string that needs escaping in every way JSON has.
+const oddText = "Quote \"q\" back\\slash\ttab\nline\x01\x1f \u2028 ünï 😀 <b>&amp;"
+
+// seed creates records of res for the differential tests and returns
+// their ids: one of the owner's, one of another user's, one whose text
+// fields need escaping (or, where a field refuses that, need it in one
+// line), one without its nullable fields, a deleted one, and ids of none.
+func (rig *fastRig) seed(tb testing.TB, s *server, res *resourceapi.Resource) []string {
+	tb.Helper()
+	owner, other := s.ids["owner@test.example"], s.ids["other@test.example"]
+	var ids []string
+	create := func(rec resourceapi.Record) int64 {
+		got, err := s.service.Create(context.Background(), resourceapi.SystemCaller(), res, 0, rec)
+		if err != nil {
+			return 0
+		}
+		return got.ID()
+	}
+	for _, who := range []int64{owner, other} {
+		id := create(rig.example(tb, s, res, who))
+		if id == 0 {
+			tb.Fatalf("create a %s for the fast path's tests", res.Singular)
+		}
+		ids = append(ids, itoa(id))
+	}
+	for _, text := range []string{oddText, "Quote \"q\" back\\slash ünï 😀 <b>&amp; \u2028"} {
+		rec := rig.example(tb, s, res, owner)
+		for _, f := range res.Fields {
+			if f.Type == resourceapi.TypeString && graphgen.Writable(&f) && graphgen.Shown(&f) && f.References == "" && len(f.Enum) == 0 {
+				rec[f.Name] = text
+			}
+		}
+		if id := create(rec); id != 0 {
+			ids = append(ids, itoa(id))
+			break
+		}
+	}
+	rec := rig.example(tb, s, res, owner)
+	for _, f := range res.Fields {
+		if f.Nullable && !f.Required {
+			delete(rec, f.Name)
+		}
+	}
+	if id := create(rec); id != 0 {
+		ids = append(ids, itoa(id))
+	}
+	gone := create(rig.example(tb, s, res, other))
+	if err := s.service.Delete(context.Background(), resourceapi.SystemCaller(), res, resourceapi.Address{ID: gone}, nil); err != nil {
+		tb.Fatalf("delete a %s: %v", res.Singular, err)
+	}
+	return append(ids, itoa(gone), "999999", "0", "abc", "", "99999999999999999999999")
+}
+
+// example returns a valid create of res owned by owner, with the records
+// it refers to created for it.
+func (rig *fastRig) example(tb testing.TB, s *server, res *resourceapi.Resource, owner int64) resourceapi.Record {
+	tb.Helper()
+	rig.n++
+	rec := res.Example(rig.n)
+	target := func(ref *resourceapi.Resource) int64 {
+		if ref == resourceapi.Users {
+			return owner
+		}
+		got, err := s.service.Create(context.Background(), resourceapi.SystemCaller(), ref, 0, rig.example(tb, s, ref, owner))
+		if err != nil {
+			tb.Fatalf("create a %s for a %s: %v", ref.Singular, res.Singular, err)
+		}
+		return got.ID()
+	}
+	for _, f := range res.Fields {
+		switch {
+		case f.Name == res.Access.Owner && f.Name != "id" && !f.ReadOnly:
+			rec[f.Name] = owner
+		case f.References != "" && f.Required:
+			rec[f.Name] = target(resourceapi.ResourceNamed(f.References))
+		}
+		items, _ := rec[f.Name].([]resourceapi.Record)
+		for _, item := range items {
+			for _, sub := range f.Items.Fields {
+				if sub.References != "" {
+					item[sub.Name] = target(resourceapi.ResourceNamed(sub.References))
+				}
+			}
+		}
+	}
+	return rec
+}
+
+// resourceCases are the documents of the differential tests for the
+// record of res with id, made from its declaration: its one-record field
+// with its scalar fields, and shapes near it that gqlgen answers.
+func resourceCases(res *resourceapi.Resource, id string) []fastCase {
+	one := graphgen.OneField(res)
+	var scalars []string
+	other := "" // a field that is not a scalar
+	for _, f := range res.Fields {
+		if !graphgen.Shown(&f) {
+			continue
+		}
+		if name := graphgen.RelationName(&f); name != "" && other == "" {
+			other = name + " { __typename }"
+		}
+		if f.Type == resourceapi.TypeItems || f.Type == resourceapi.TypeStrings {
+			if other == "" {
+				other = graphgen.Camel(f.Name)
+				if f.Type == resourceapi.TypeItems {
+					other += " { __typename }"
+				}
+			}
+			continue
+		}
+		scalars = append(scalars, graphgen.Camel(f.Name))
+	}
+	all := strings.Join(scalars, " ")
+	first, last := scalars[0], scalars[len(scalars)-1]
+	q := func(query string, fast int) fastCase {
+		return fastCase{query: strings.ReplaceAll(query, "ONE", one), vars: map[string]any{"id": id}, fast: fast}
+	}
+	lit, _ := json.Marshal(id)
+	cases := []fastCase{
+		q(`query($id: ID!) { ONE(id: $id) { `+all+` __typename } }`, 1),
+		q(`query($id: ID!) { x: ONE(id: $id) { t: __typename l: `+last+` f: `+first+` } }`, 1),
+		{query: `query($id: ID!) { ` + one + `(id: $id) { ` + last + ` } }`, vars: map[string]any{"id": id}, get: true, fast: 1},
+		{query: `{ ` + one + `(id: ` + string(lit) + `) { ` + first + ` ` + last + ` } }`, fast: 1},
+		q(`query($id: ID!) { ONE(id: $id) { `+first+` `+first+` } }`, 0),
+		q(`query($id: ID!) { ONE(id: $id) { ...F } } fragment F on `+graphgen.TypeName(res)+` { `+first+` }`, 0),
+		q(`query($id: ID!) { ONE(id: $id) { `+first+` @include(if: true) } }`, 0),
+		q(`query($id: ID!) { ONE(id: $id) { `+first+` } me { name } }`, 0),
+		q(`query($id: ID!) { ONE(id: $id) { name email title nope } }`, 0),
+		{query: `query($id: ID!) { ` + one + `(id: $id) { ` + last + ` } }`, vars: map[string]any{"id": json.Number("2")}, fast: 1},
+		{query: `query($id: ID!) { ` + one + `(id: $id) { ` + last + ` } }`, vars: map[string]any{"id": false}, fast: 0},
+	}
+	if other != "" {
+		cases = append(cases, q(`query($id: ID!) { ONE(id: $id) { `+first+` `+other+` } }`, 0))
+	}
+	return cases
+}
+
+// fastMeCases are the documents of the differential tests for me.
+func fastMeCases() []fastCase {
+	return []fastCase{
+		{query: `{ me { name email } }`, fast: 1},
+		{query: `{ me { name email } }`, get: true, fast: 1},
+		{query: `query Named { me { id name email createdAt __typename } }`, fast: 1},
+		{query: `{ m: me { t: __typename e: email i: id } }`, fast: 1},
+		{query: `{ me { name name } }`, fast: 0},
+		{query: `{ me { name posts { title } } }`, fast: 0},
+		{query: `{ me { ...F } } fragment F on User { name }`, fast: 0},
+		{query: `{ me { name @include(if: true) } }`, fast: 0},
+		{query: `query($x: Boolean!) { me { name @skip(if: $x) } }`, vars: map[string]any{"x": false}, fast: 0},
+		{query: `{ me(id: "1") { name } }`, fast: 0},
+		{query: `{ me { name } again: me { email } }`, fast: 0},
+		{query: `{ me { title } }`, fast: 0},
+	}
 }
 
 // fastCases are the documents of the differential tests for id.
@@ -152,7 +332,7 @@ func fastCases(id string) []fastCase {
 		q(`query($id: ID!) { user(id: $id) { name email `, 0),
 		q(`query($id: String!) { user(id: $id) { name } }`, 0),
 		{query: `query A($id: ID!) { user(id: $id) { email } } query B { me { name } }`, op: "A", vars: map[string]any{"id": id}, fast: 1},
-		{query: `query A($id: ID!) { user(id: $id) { email } } query B { me { name } }`, op: "B", vars: map[string]any{"id": id}, fast: 0},
+		{query: `query A($id: ID!) { user(id: $id) { email } } query B { me { name } }`, op: "B", vars: map[string]any{"id": id}, fast: 1},
 		{query: `query A($id: ID!) { user(id: $id) { email } } query B { me { name } }`, vars: map[string]any{"id": id}, fast: 0},
 		{query: `{ user(id: ` + string(lit) + `) { name email } }`, fast: 1},
 		{query: `{ user(id: ` + string(lit) + `) { id } }`, get: true, fast: 1},
@@ -263,7 +443,9 @@ func (rig *fastRig) compare(tb testing.TB, si int, key, accept string, send func
 		tb.Fatalf("gqlgen answered differently twice (server %d, key %q):\n%s\n---\n%s", si, key, want, again)
 	}
 	if got != want {
-		tb.Fatalf("fast path (server %d, limit %d, key %q):\n%s\n--- gqlgen:\n%s", si, fastLimits[si], key, got, want)
+		limit := graph.SetMaxResponseBytes(s.gql, 0)
+		graph.SetMaxResponseBytes(s.gql, limit)
+		tb.Fatalf("fast path (server %d, limit %d, key %q):\n%s\n--- gqlgen:\n%s", si, limit, key, got, want)
 	}
 	if fmt.Sprint(gotObs) != fmt.Sprint(wantObs) {
 		tb.Fatalf("observed %v, gqlgen %v", gotObs, wantObs)
@@ -284,13 +466,19 @@ func TestFastPathAsGqlgen(t *testing.T) {
 	for _, be := range backends() {
 		t.Run(be.name, func(t *testing.T) {
 			rig := newFastRig(t, be.open(t, nil))
+			if got, want := graph.FastRoots(rig.servers[0].gql), fastRootNames(); !slices.Equal(got, want) {
+				t.Fatalf("fast roots %v, want %v", got, want)
+			}
 			fastN, total := 0, 0
-			for _, id := range rig.ids {
-				for ci, c := range fastCases(id) {
+			// run sends c as each caller to each server whose limit it is
+			// sent with: limited, the callers up to index limited, and
+			// only the cases that limit says (nil: every fast one).
+			run := func(cases []fastCase, limited int, withLimits func(ci int) bool) {
+				for ci, c := range cases {
 					for ki, key := range rig.callers {
 						for si := range rig.servers {
-							if si > 0 && (ki > 1 || c.fast == 0) {
-								continue // the limits with the admin and the owner
+							if si > 0 && (ki > limited || c.fast == 0 || (withLimits != nil && !withLimits(ci))) {
+								continue
 							}
 							accept := ""
 							if (ci+ki+si)%3 == 1 {
@@ -302,38 +490,67 @@ func TestFastPathAsGqlgen(t *testing.T) {
 								fastN++
 							}
 							if (c.fast == 1 && !fast) || (c.fast == 0 && fast) {
-								t.Fatalf("%s %v: fast path %v, want %d", c.query, c.vars, fast, c.fast)
+								t.Fatalf("%s %v as caller %d: fast path %v, want %d", c.query, c.vars, ki, fast, c.fast)
 							}
 						}
 					}
 				}
 			}
+			for _, id := range rig.ids {
+				run(fastCases(id), 1, nil) // the limits with the admin and the owner
+			}
 			for _, id := range rig.postIDs {
-				for ci, c := range fastPostCases(id) {
-					for ki, key := range rig.callers {
-						for si := range rig.servers {
-							if si > 0 && (ki > 2 || c.fast == 0) {
-								continue // the limits with the admin, the owner and another user
-							}
-							accept := ""
-							if (ci+ki+si)%3 == 1 {
-								accept = "application/graphql-response+json"
-							}
-							fast := rig.compare(t, si, key, accept, func(h http.Handler) string { return c.send(t, h, key, accept) })
-							total++
-							if fast {
-								fastN++
-							}
-							if (c.fast == 1 && !fast) || (c.fast == 0 && fast) {
-								t.Fatalf("%s %v: fast path %v, want %d", c.query, c.vars, fast, c.fast)
-							}
-						}
+				run(fastPostCases(id), 2, nil) // and another user
+			}
+			run(fastMeCases(), len(rig.callers), nil)
+			for _, res := range fastResources() {
+				for _, id := range rig.recIDs[res.Name] {
+					// The limits with the admin, the owner and another
+					// user, for every field and for aliases.
+					run(resourceCases(res, id), 2, func(ci int) bool { return ci < 2 })
+				}
+			}
+			// Every response limit from 1 byte to past the whole answer,
+			// for the documents of every field and of aliases of each
+			// record the admin reads, and for me: a charge a byte off
+			// shows at one of them.
+			sweep := func(c fastCase, key string) {
+				s := rig.servers[0]
+				n := 2*len(c.send(t, s.handler, key, "")) + 16
+				defer graph.SetMaxResponseBytes(s.gql, 0)
+				for limit := 1; limit <= n; limit++ {
+					graph.SetMaxResponseBytes(s.gql, int64(limit))
+					if !rig.compare(t, 0, key, "", func(h http.Handler) string { return c.send(t, h, key, "") }) {
+						t.Fatalf("%s %v: not on the fast path", c.query, c.vars)
+					}
+					total++
+					fastN++
+				}
+			}
+			for _, res := range fastResources() {
+				for _, id := range rig.recIDs[res.Name][:4] {
+					for _, c := range resourceCases(res, id)[:2] {
+						sweep(c, rig.callers[0])
 					}
 				}
+			}
+			for _, c := range fastMeCases()[2:4] {
+				sweep(c, rig.callers[6])
 			}
 			t.Logf("%d requests, %d on the fast path", total, fastN)
 		})
 	}
+}
+
+// fastRootNames are the fields of Query the fast path must answer: every
+// declared resource's one-record field, and me.
+func fastRootNames() []string {
+	names := []string{"me"}
+	for _, res := range resourceapi.Declared() {
+		names = append(names, graphgen.OneField(res))
+	}
+	sort.Strings(names)
+	return names
 }
 
 // FuzzFastPath sends a document with variables through gqlgen and the fast
@@ -343,7 +560,12 @@ func FuzzFastPath(f *testing.F) {
 	if testing.Short() {
 		f.Skip("seeds a database")
 	}
-	for _, c := range append(fastCases("3"), fastPostCases("1")...) {
+	seeds := append(fastCases("3"), fastPostCases("1")...)
+	seeds = append(seeds, fastMeCases()...)
+	for _, res := range fastResources() {
+		seeds = append(seeds, resourceCases(res, "1")...)
+	}
+	for _, c := range seeds {
 		vars, _ := json.Marshal(c.vars)
 		f.Add(c.query, string(vars), uint8(0), uint8(0))
 	}
@@ -351,6 +573,11 @@ func FuzzFastPath(f *testing.F) {
 	f.Add(`{ user(id: "2") { name email } }`, `null`, uint8(4), uint8(3))
 	f.Add(`query($id: ID!) { user(id: $id) { createdAt } }`, `{"id":"1"}`, uint8(2), uint8(7))
 	f.Add(`query($id: ID!) { user(id: $id) { id } }`, `{"id":"9"}`, uint8(5), uint8(1))
+	f.Add(`{ me { name email } }`, `null`, uint8(6), uint8(9))
+	f.Add(`{ me { id } }`, `null`, uint8(4), uint8(0))
+	f.Add(`{ order(id: "2") { id totalCents status } }`, `null`, uint8(2), uint8(6))
+	f.Add(`{ apiKey(id: "3") { key prefix expiresAt } }`, `null`, uint8(1), uint8(0))
+	f.Add(`query($id: ID!) { oauthClient(id: $id) { clientId public } }`, `{"id":"1"}`, uint8(0), uint8(4))
 	rig := newFastRig(f, mustSQLite(f, sqlitetest.Migrated(f), nil))
 	f.Fuzz(func(t *testing.T, query, vars string, who, limit uint8) {
 		if !utf8.ValidString(query) || len(query) > 2000 || strings.Contains(query, "mutation") {

@@ -207,6 +207,8 @@ type Handler struct {
 	root     *resolver
 	observer *observer
 	fast     fastState
+	// fastRoots are the fields of Query the fast path answers.
+	fastRoots map[string]*fastRoot
 }
 
 //go:embed schema/*.graphqls
@@ -237,6 +239,7 @@ func New(cfg Options) *Handler {
 	costs := complexity()
 	h.root = &resolver{h}
 	es := NewExecutableSchema(Config{Resolvers: h.root, Complexity: costs})
+	h.fastRoots = fastRootsOf(es.Schema())
 	srv := executor.New(es)
 	cache := newQueryCache(cfg.QueryCacheSize)
 	srv.SetQueryCache(cache)

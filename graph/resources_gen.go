@@ -489,6 +489,23 @@ func (r mutationResolver) DeleteOAuthClient(ctx context.Context, id string) (*bo
 	return r.remove(ctx, resOauthClients, id)
 }
 
+// fastOneRoots are the fields of Query that read one record of a declared
+// resource by its id, with the resolvers gqlgen calls for them: the fast
+// path's roots (fast.go).
+func fastOneRoots() map[string]*fastRoot {
+	return map[string]*fastRoot{
+		"user":        fastRootOf(queryResolver.User),
+		"post":        fastRootOf(queryResolver.Post),
+		"product":     fastRootOf(queryResolver.Product),
+		"review":      fastRootOf(queryResolver.Review),
+		"order":       fastRootOf(queryResolver.Order),
+		"article":     fastRootOf(queryResolver.Article),
+		"comment":     fastRootOf(queryResolver.Comment),
+		"apiKey":      fastRootOf(queryResolver.APIKey),
+		"oauthClient": fastRootOf(queryResolver.OauthClient),
+	}
+}
+
 // generatedComplexity prices the generated page fields: their limit
 // times their records' fields.
 func generatedComplexity(c *ComplexityRoot) {

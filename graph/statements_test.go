@@ -8,15 +8,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resourceapi/resourceapi"
+	"github.com/resourceapi/resourceapi/graph"
 	"github.com/resourceapi/resourceapi/postgres"
 	"github.com/resourceapi/resourceapi/postgres/pgtest"
 )
 
 // TestOneRecordStatementsAsGet pins, on PostgreSQL, what GraphQL's reads of
 // one record cost the database against REST's GET of the same record:
-// user(id) and post(id) run the statements and take the round trips
-// (counted on the wire, through pgtest's proxy) of GET /api/users/{id} and
-// GET /api/posts/{id}, with the record cache of the only writer (Solo: none
+// user(id), post(id), product(id) (a generated one-record field, as every
+// declared resource's) and me run the statements and take the round trips
+// (counted on the wire, through pgtest's proxy) of GET /api/users/{id},
+// GET /api/posts/{id}, GET /api/products/{id} and GET /api/users/me, with the record cache of the only writer (Solo: none
 // at all once the record and the caller's account are cached) and without
 // it (the record's one statement). A confirmation, a freshness check or a
 // transaction that the GET does not make would show here. See
@@ -46,6 +49,10 @@ func TestOneRecordStatementsAsGet(t *testing.T) {
 			s := mustServer(t, db)
 			user := s.mustUser("Ann Example", "ann@test.example")
 			post := s.mustPost(user, "A title")
+			product, err := s.service.Create(t.Context(), resourceapi.SystemCaller(), resourceapi.Products, 0, resourceapi.Products.Example(1))
+			if err != nil {
+				t.Fatal(err)
+			}
 			if solo {
 				for i := 0; i < 1000 && !db.Holding(); i++ {
 					time.Sleep(10 * time.Millisecond)
@@ -80,9 +87,15 @@ func TestOneRecordStatementsAsGet(t *testing.T) {
 			}{
 				{"/api/users/" + itoa(user), `query($id: ID!) { user(id: $id) { name email } }`, user},
 				{"/api/posts/" + itoa(post), `query($id: ID!) { post(id: $id) { title content } }`, post},
+				{"/api/products/" + itoa(product.ID()), `query($id: ID!) { product(id: $id) { name priceCents } }`, product.ID()},
+				{"/api/users/me", `{ me { name email } }`, 0},
 			} {
 				get := func() *response { return s.send(http.MethodGet, c.path, s.admin, nil) }
-				gql := func() *response { return s.post(s.admin, c.query, map[string]any{"id": itoa(c.id)}) }
+				vars := map[string]any{"id": itoa(c.id)}
+				if c.id == 0 {
+					vars = nil
+				}
+				gql := func() *response { return s.post(s.admin, c.query, vars) }
 				// The caller's account and the record cached, the statement
 				// prepared on each connection of the pool.
 				for range 8 {
@@ -90,7 +103,11 @@ func TestOneRecordStatementsAsGet(t *testing.T) {
 					count(gql)
 				}
 				gs, gt, gq := count(get)
+				answered := graph.FastAnswered(s.gql)
 				qs, qt, qq := count(gql)
+				if graph.FastAnswered(s.gql) != answered+1 {
+					t.Errorf("%s: not answered by the fast path", c.query)
+				}
 				if solo && !db.Holding() {
 					t.Skip("the holder yielded during the test (another process wrote)")
 				}

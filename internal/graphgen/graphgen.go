@@ -26,6 +26,11 @@
 //   - <one>Created, <one>Updated and <one>Deleted subscriptions
 //     (commentCreated), on the events every write publishes
 //     (resourceapi.EventType: comments.created).
+//
+// and every declared resource's one-record field, the specification's
+// (user, post) too, is a root of graph's fast path (fastOneRoots: its
+// resolver by name; graph/fast.go answers a query of its scalar fields
+// without gqlgen's per-field execution).
 package graphgen
 
 import (
@@ -248,6 +253,7 @@ type gen struct {
 	sub    bytes.Buffer // extend type Subscription
 	code   bytes.Buffer // Go: resolvers
 	cost   bytes.Buffer // Go: complexity
+	fast   bytes.Buffer // Go: the fast path's one-record roots
 	models bytes.Buffer
 	vars   []string // Go: res<Name> = resourceapi.ResourceNamed(...)
 }
@@ -368,6 +374,11 @@ func (g *gen) resource(res *resourceapi.Resource) error {
 	fmt.Fprintf(&g.schema, "%s\ntype %sPage {\n  items: [%s!]!\n  \"The records that match, on every page.\"\n  total: Int\n  \"The 1-based number of this page.\"\n  page: Int\n  limit: Int\n  totalPages: Int\n}\n\n",
 		quote("A page of "+res.Name+", as REST's list envelope holds it."), t, t)
 	g.model(t+"Page", nil)
+	// Every resource's one-record field, the specification's (user,
+	// post) and the generated alike, is answered by graph's fast path
+	// when a query selects only its scalar fields (graph/fast.go): its
+	// resolver, the one gqlgen calls, by name.
+	fmt.Fprintf(&g.fast, "\t\t%q: fastRootOf(queryResolver.%s),\n", OneField(res), goName(OneField(res)))
 	if one := OneField(res); !g.spec.hasRoot("Query", one) {
 		fmt.Fprintf(&g.query, "  %s\n  %s(id: ID!): %s\n", quote(fmt.Sprintf("The %s with this id, or null when there is none (GET /%s/{id}). Needs %s:read, or what its owner may do.", res.Singular, res.Path, res.Name)), one, t)
 		fmt.Fprintf(&g.code, "func (r queryResolver) %s(ctx context.Context, id string) (%s, error) {\n\trec, err := r.one(ctx, %s, id)\n\tif err != nil || rec == nil {\n\t\treturn nil, err\n\t}\n\treturn %s(rec), nil\n}\n\n",
@@ -570,6 +581,9 @@ func (g *gen) output() (Output, error) {
 	}
 	code.WriteString(")\n\n")
 	code.Write(g.code.Bytes())
+	code.WriteString("// fastOneRoots are the fields of Query that read one record of a declared\n// resource by its id, with the resolvers gqlgen calls for them: the fast\n// path's roots (fast.go).\nfunc fastOneRoots() map[string]*fastRoot {\n\treturn map[string]*fastRoot{\n")
+	code.Write(g.fast.Bytes())
+	code.WriteString("\t}\n}\n\n")
 	code.WriteString("// generatedComplexity prices the generated page fields: their limit\n// times their records' fields.\nfunc generatedComplexity(c *ComplexityRoot) {\n")
 	code.Write(g.cost.Bytes())
 	code.WriteString("}\n")
