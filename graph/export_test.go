@@ -98,5 +98,8 @@ func SetMaxResponseBytes(h *Handler, n int64) int64 {
 	return old
 }
 
+// Camel is camel.
+func Camel(name string) string { return camel(name) }
+
 // AppendQuoted is appendQuoted.
 func AppendQuoted(b []byte, s string) []byte { return appendQuoted(b, s) }

@@ -2,8 +2,11 @@ package graph
 
 import (
 	"context"
+	"maps"
 	"net/url"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/resourceapi/resourceapi"
@@ -90,8 +93,37 @@ func recordIn(obj map[string]any) resourceapi.Record {
 	return rec
 }
 
-// camel is graphgen.Camel: a declared name in GraphQL's camel case.
+// camel is graphgen.Camel: a declared name in GraphQL's camel case. A
+// name without an underscore after its first byte is its own camel case;
+// the others are made once and kept (camelNames), since objectOf names
+// every field of every record it converts.
 func camel(name string) string {
+	if len(name) < 2 || strings.IndexByte(name[1:], '_') < 0 {
+		return name
+	}
+	known := camelNames.Load()
+	if known != nil {
+		if c, ok := (*known)[name]; ok {
+			return c
+		}
+	}
+	c := camelOf(name)
+	// Copy on write: the names are the declarations' fields, a few dozen.
+	next := make(map[string]string, 1)
+	if known != nil {
+		next = maps.Clone(*known)
+	}
+	next[name] = c
+	camelNames.Store(&next)
+	return c
+}
+
+// camelNames are the camel-case names camel made: a map that is never
+// written once stored, replaced by a copy with each new name.
+var camelNames atomic.Pointer[map[string]string]
+
+// camelOf is camel without its cache.
+func camelOf(name string) string {
 	b := make([]byte, 0, len(name))
 	up := false
 	for i := 0; i < len(name); i++ {

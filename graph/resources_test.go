@@ -61,6 +61,34 @@ func TestEveryResourceHasItsFields(t *testing.T) {
 	}
 }
 
+// camel, which objectOf calls for every field of every record, names each
+// declared field as graphgen.Camel named it in the schema, the first time
+// and once kept.
+func TestCamelAsGraphgen(t *testing.T) {
+	for range 2 {
+		for _, res := range resourceapi.Declared() {
+			for _, f := range res.Fields {
+				names := []string{f.Name}
+				if f.Items != nil {
+					for _, sub := range f.Items.Fields {
+						names = append(names, sub.Name)
+					}
+				}
+				for _, n := range names {
+					if got, want := graph.Camel(n), graphgen.Camel(n); got != want {
+						t.Errorf("camel(%q) = %q, want %q", n, got, want)
+					}
+				}
+			}
+		}
+	}
+	for _, n := range []string{"", "a", "a_", "a__b", "a_b_c", "x_1"} {
+		if got, want := graph.Camel(n), graphgen.Camel(n); got != want {
+			t.Errorf("camel(%q) = %q, want %q", n, got, want)
+		}
+	}
+}
+
 func TestGeneratedResourceOverRealServer(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
