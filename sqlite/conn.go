@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/resourceapi/resourceapi/sqlstore"
 )
@@ -21,6 +22,8 @@ const maxStatements = 1024
 type conn struct {
 	c     *sql.Conn
 	stmts map[string]*sql.Stmt
+	// ran counts the statements run, for tests of how many a write costs.
+	ran atomic.Int64
 }
 
 var _ sqlstore.Querier = (*conn)(nil)
@@ -36,6 +39,7 @@ func newConn(ctx context.Context, db *sql.DB) (*conn, error) {
 // stmt returns query prepared, or nil when the cache is full and query should
 // run unprepared.
 func (c *conn) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	c.ran.Add(1)
 	if st := c.stmts[query]; st != nil {
 		return st, nil
 	}

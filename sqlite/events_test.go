@@ -67,6 +67,14 @@ func TestEventsOfAFailedBatch(t *testing.T) {
 	if failed != 20 || len(created) != 80 {
 		t.Fatalf("%d creates failed and %d succeeded, want 20 and 80", failed, len(created))
 	}
+	// A failed write gives its id back (its savepoint undoes its count):
+	// the ids that committed follow one another, and the next create
+	// takes the one after them.
+	for id := int64(11); id <= 90; id++ {
+		if _, ok := created[id]; !ok {
+			t.Fatalf("no create took id %d: the committed ids are not 11 to 90", id)
+		}
+	}
 	for _, ev := range mustDrain(t, db) {
 		want, ok := created[ev.Record.ID()]
 		if !ok || !reflect.DeepEqual(ev.Record, storetest.Shown(resourceapi.Users, want)) {
@@ -76,6 +84,13 @@ func TestEventsOfAFailedBatch(t *testing.T) {
 	}
 	if len(created) != 0 {
 		t.Fatalf("%d committed creates have no event", len(created))
+	}
+	next, err := db.Create(ctx, resourceapi.Users, mustValidUser(t, "Next", "next@example.com"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.ID() != 91 {
+		t.Fatalf("the next create took id %d, want 91", next.ID())
 	}
 }
 

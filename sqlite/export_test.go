@@ -17,3 +17,7 @@ func SetMigratingHook(fn func()) (restore func()) {
 func (db *DB) Write(ctx context.Context, fn func(context.Context, sqlstore.Tx) error) error {
 	return db.writer.Write(ctx, fn)
 }
+
+// WriterStatements returns how many statements the writer's connection has
+// run since Open.
+func (db *DB) WriterStatements() int64 { return db.writer.conn.ran.Load() }

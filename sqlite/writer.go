@@ -2,9 +2,11 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,14 +54,237 @@ type job struct {
 	wait time.Duration // a beside write's: how long it waits for others
 }
 
-// tx is the sqlstore.Tx of the writer's transactions.
+// tx is the sqlstore.Tx of the writer's transactions. Two kinds of
+// statement of every write wait in it to run once for the whole batch, at
+// its end (flush): the events (ExecAtCommit), as multi-row INSERTs, and the
+// id counters of the sequences table (see dialect.NextID), which each
+// write would otherwise bump with a statement of its own. Both are things
+// no write reads back. A statement of a write that names the events or the
+// sequences table first runs what waits for that table, so every statement
+// sees them as if each had run when its write asked.
 type tx struct {
 	*conn
 	after []func()
+	// atCommit: the statements queued by ExecAtCommit, in order.
+	atCommit []queued
+	// ids: the id counters taken in this transaction, the database's row
+	// behind by those that are dirty.
+	ids []counter
+	// rows caches the multi-row texts of queued statements (rowsText).
+	rows map[rowsKey]string
+	args []any
 }
+
+type queued struct {
+	query string
+	args  []any
+}
+
+type counter struct {
+	resource string
+	last     int64
+	dirty    bool
+}
+
+type rowsKey struct {
+	query string
+	n     int
+}
+
+var (
+	_ sqlstore.Tx         = (*tx)(nil)
+	_ sqlstore.AtCommiter = (*tx)(nil)
+)
 
 // AfterEnd implements sqlstore.Tx.
 func (t *tx) AfterEnd(f func()) { t.after = append(t.after, f) }
+
+// ExecAtCommit implements sqlstore.AtCommiter: query runs at the end of the
+// batch (or of the write, when writes run in savepoints), in the
+// transaction, before the COMMIT; if it fails, the batch is run again with
+// each write in its own savepoint, where it fails its write alone.
+func (t *tx) ExecAtCommit(query string, args ...any) {
+	t.atCommit = append(t.atCommit, queued{query, args})
+}
+
+func (t *tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if err := t.before(ctx, query); err != nil {
+		return nil, err
+	}
+	return t.conn.ExecContext(ctx, query, args...)
+}
+
+func (t *tx) QueryContext(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	if err := t.before(ctx, query); err != nil {
+		return nil, err
+	}
+	return t.conn.QueryContext(ctx, query, args...)
+}
+
+func (t *tx) QueryRowContext(ctx context.Context, query string, args ...any) sqlstore.Row {
+	if err := t.before(ctx, query); err != nil {
+		return errRow{err}
+	}
+	return t.conn.QueryRowContext(ctx, query, args...)
+}
+
+// errRow is the Row of a statement that could not run.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+// before runs what waits for a table query names: the queued events before
+// a statement on events, the counters before one on sequences (which then
+// reads them from the table again).
+func (t *tx) before(ctx context.Context, query string) error {
+	if len(t.atCommit) > 0 && strings.Contains(query, "events") {
+		if err := t.flushAtCommit(ctx); err != nil {
+			return err
+		}
+	}
+	if len(t.ids) > 0 && strings.Contains(query, "sequences") {
+		if err := t.flushIDs(ctx); err != nil {
+			return err
+		}
+		t.ids = t.ids[:0]
+	}
+	return nil
+}
+
+// nextID takes the next id of resource (see dialect.NextID): the first in
+// a transaction by the statement, the others by counting on from it.
+func (t *tx) nextID(ctx context.Context, resource string) (int64, error) {
+	for i := range t.ids {
+		if c := &t.ids[i]; c.resource == resource {
+			c.last++
+			c.dirty = true
+			return c.last, nil
+		}
+	}
+	var id int64
+	if err := t.conn.QueryRowContext(ctx, nextIDQuery, resource).Scan(&id); err != nil {
+		return 0, err
+	}
+	t.ids = append(t.ids, counter{resource: resource, last: id})
+	return id, nil
+}
+
+// skipID moves resource's counter to at least id, and reports whether it
+// had one in this transaction (otherwise the table's row is moved).
+func (t *tx) skipID(resource string, id int64) bool {
+	for i := range t.ids {
+		if c := &t.ids[i]; c.resource == resource {
+			if id > c.last {
+				c.last, c.dirty = id, true
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// flush runs what waits for the end of the batch (or of a write in its
+// savepoint): the counters' rows and the queued statements.
+func (t *tx) flush(ctx context.Context) error {
+	if err := t.flushIDs(ctx); err != nil {
+		return err
+	}
+	return t.flushAtCommit(ctx)
+}
+
+func (t *tx) flushIDs(ctx context.Context) error {
+	for i := range t.ids {
+		c := &t.ids[i]
+		if !c.dirty {
+			continue
+		}
+		if _, err := t.conn.ExecContext(ctx, "UPDATE sequences SET last = ? WHERE resource = ?", c.last, c.resource); err != nil {
+			return err
+		}
+		c.dirty = false
+	}
+	return nil
+}
+
+// maxRows bounds the rows of one multi-row statement; its texts are those
+// of the powers of two up to it, so that few are prepared.
+const maxRows = 64
+
+// flushAtCommit runs the queued statements in order; a run of the same
+// INSERT ... VALUES (...) runs as multi-row INSERTs.
+func (t *tx) flushAtCommit(ctx context.Context) error {
+	q := t.atCommit
+	for len(q) > 0 {
+		n := 1
+		if tuple := valuesTuple(q[0].query); tuple != "" {
+			for n < len(q) && n < maxRows && q[n].query == q[0].query {
+				n++
+			}
+			// The largest power of two at most n.
+			for n&(n-1) != 0 {
+				n &= n - 1
+			}
+		}
+		args := q[0].args
+		query := q[0].query
+		if n > 1 {
+			query = t.rowsText(query, n)
+			args = t.args[:0]
+			for _, s := range q[:n] {
+				args = append(args, s.args...)
+			}
+		}
+		_, err := t.conn.ExecContext(ctx, query, args...)
+		if n > 1 {
+			clear(args)
+			t.args = args[:0]
+		}
+		if err != nil {
+			return err
+		}
+		clear(q[:n])
+		q = q[n:]
+	}
+	t.atCommit = t.atCommit[:0]
+	return nil
+}
+
+// rowsText returns query, an INSERT of one row, as the INSERT of n rows.
+func (t *tx) rowsText(query string, n int) string {
+	k := rowsKey{query, n}
+	if s, ok := t.rows[k]; ok {
+		return s
+	}
+	if t.rows == nil {
+		t.rows = map[rowsKey]string{}
+	}
+	s := query + strings.Repeat(", "+valuesTuple(query), n-1)
+	t.rows[k] = s
+	return s
+}
+
+// valuesTuple returns the tuple of query when it is an INSERT of one row of
+// placeholders and nothing after them ("INSERT INTO t (a, b) VALUES (?, ?)"),
+// which more rows can follow; or "".
+func valuesTuple(query string) string {
+	i := strings.LastIndex(query, " VALUES (")
+	if !strings.HasPrefix(query, "INSERT INTO ") || i < 0 {
+		return ""
+	}
+	tuple := query[i+len(" VALUES "):]
+	if strings.Trim(tuple, "(?, )") != "" || !strings.HasSuffix(tuple, ")") || strings.Count(tuple, "(") != 1 || strings.Count(tuple, ")") != 1 {
+		return ""
+	}
+	return tuple
+}
+
+// reset forgets what waits, once the transaction has ended or been rolled
+// back to before it.
+func (t *tx) reset() {
+	clear(t.atCommit)
+	t.atCommit = t.atCommit[:0]
+	t.ids = t.ids[:0]
+}
 
 func newGroupWriter(c *conn, watch *watch, beforeCommit []string) *groupWriter {
 	w := &groupWriter{
@@ -294,6 +519,7 @@ func (w *groupWriter) end(ctx context.Context, commit, wrote bool) error {
 	} else {
 		err = w.conn.exec(ctx, "ROLLBACK")
 	}
+	w.tx.reset()
 	for _, f := range w.tx.after {
 		f()
 	}
@@ -312,6 +538,9 @@ func (w *groupWriter) end(ctx context.Context, commit, wrote bool) error {
 // finish runs the end-of-transaction statements and commits, or rolls back
 // and returns why not.
 func (w *groupWriter) finish(ctx context.Context) error {
+	if err := w.tx.flush(ctx); err != nil {
+		return errors.Join(err, w.conn.exec(ctx, "ROLLBACK"))
+	}
 	for _, stmt := range w.beforeCommit {
 		if err := w.conn.exec(ctx, stmt); err != nil {
 			return errors.Join(err, w.conn.exec(ctx, "ROLLBACK"))
@@ -331,7 +560,13 @@ func (w *groupWriter) runOne(ctx context.Context, j *job) (jobErr, txErr error) 
 		return nil, err
 	}
 	jobErr = w.runJob(j)
+	if jobErr == nil {
+		// What the write queued fails it alone.
+		jobErr = w.tx.flush(ctx)
+	}
 	if jobErr != nil {
+		// The table's counters are back to before the write.
+		w.tx.reset()
 		if err := w.conn.exec(ctx, "ROLLBACK TO job"); err != nil {
 			return jobErr, err
 		}
