@@ -41,17 +41,27 @@ func (s *Store) recordEvent(ctx context.Context, tx Tx, res *resourceapi.Resourc
 	if !ok || op == resourceapi.OpDelete {
 		at = resourceapi.Timestamp(s.now())
 	}
-	q := s.newQuery()
-	q.WriteString("INSERT INTO events (name, alias, actor, resource, record_id, payload, created_at) VALUES (" +
-		join([]string{q.Arg(name), q.Arg(alias), q.Arg(actor), q.Arg(res.Name), q.Arg(rec.ID()), q.Arg(string(payload)), q.Arg(at)}) + ")")
+	d := s.dialect
 	// Nothing of the insert is needed before the commit: where the
-	// transaction can, it sends it with its COMMIT, one round trip for both.
-	if err := execAtCommit(ctx, tx, q.String(), q.args...); err != nil {
+	// transaction can, it sends it with its COMMIT, one round trip for both
+	// (on SQLite, with the batch's other events, one statement for all).
+	if err := execAtCommit(ctx, tx, s.eventInsert, d.Value(name), d.Value(alias), d.Value(actor), d.Value(res.Name),
+		d.Value(rec.ID()), d.Value(string(payload)), d.Value(at)); err != nil {
 		return fmt.Errorf("event %s: %w", name, err)
 	}
 	// After a rollback too: a wake-up that finds nothing costs one query.
 	tx.AfterEnd(s.eventsWritten)
 	return nil
+}
+
+// eventInsert returns the text of recordEvent's INSERT, the same for
+// every event.
+func eventInsert(d Dialect) string {
+	ph := make([]string, 7)
+	for i := range ph {
+		ph[i] = d.Placeholder(i + 1)
+	}
+	return "INSERT INTO events (name, alias, actor, resource, record_id, payload, created_at) VALUES (" + join(ph) + ")"
 }
 
 // eventsWritten tells the relay, without blocking, that events committed.

@@ -336,6 +336,8 @@ type Store struct {
 	identity atomic.Int64
 	foreign  func() (uint64, bool)
 	outage   outage
+	// eventInsert is the text of an event's INSERT (recordEvent).
+	eventInsert string
 }
 
 var _ resourceapi.Store = (*Store)(nil)
@@ -401,6 +403,8 @@ func New(cfg Config) *Store {
 		cache:   cache,
 		events:  make(chan struct{}, 1),
 		foreign: cfg.ForeignCommits,
+
+		eventInsert: eventInsert(cfg.Dialect),
 	}
 	s.reader, s.writer = guardedReader{reader, s}, guardedWriter{writer, s}
 	s.outage.log = cfg.Logger
