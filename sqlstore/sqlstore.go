@@ -1045,6 +1045,10 @@ func (s *Store) Create(ctx context.Context, res *resourceapi.Resource, rec resou
 	var out resourceapi.Record
 	actor := resourceapi.ActorFrom(ctx) // the caller's: the writer's context may be another's
 	idem := idempotencyOf(ctx)
+	var in *insertion
+	if len(before) == 0 {
+		in = s.prepareCreate(res, rec)
+	}
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		if err := s.idempotentBefore(ctx, tx, idem); err != nil {
 			return err
@@ -1064,7 +1068,12 @@ func (s *Store) Create(ctx context.Context, res *resourceapi.Resource, rec resou
 			rec[p.Link] = pre.ID()
 		}
 		var err error
-		if out, err = s.create(ctx, tx, res, rec); err != nil {
+		if in != nil {
+			out, err = s.createPrepared(ctx, tx, in)
+		} else {
+			out, err = s.create(ctx, tx, res, rec)
+		}
+		if err != nil {
 			return err
 		}
 		if err := s.keepIdempotent(ctx, tx, idem, out); err != nil {
@@ -1442,10 +1451,25 @@ func (s *Store) holders(ctx context.Context, tx Querier, res *resourceapi.Resour
 // locks increase, as current's lock order requires. Creation fails only when
 // no id up to MaxID is free after the sequence.
 func (s *Store) create(ctx context.Context, tx Querier, res *resourceapi.Resource, rec resourceapi.Record) (resourceapi.Record, error) {
+	return s.createPrepared(ctx, tx, s.prepareCreate(res, rec))
+}
+
+// prepareCreate builds the INSERT create starts with, which
+// createPrepared runs: a write builds it before its transaction.
+func (s *Store) prepareCreate(res *resourceapi.Resource, rec resourceapi.Record) *insertion {
+	if inline, ok := s.dialect.(NextIDInline); ok {
+		return s.prepareInsert(res, inline.NextIDExpr, rec, true)
+	}
+	return s.prepareInsert(res, nil, rec, true)
+}
+
+// createPrepared is create, with its first INSERT built by prepareCreate.
+func (s *Store) createPrepared(ctx context.Context, tx Querier, in *insertion) (resourceapi.Record, error) {
+	res := in.res
 	var id int64
 	if inline, ok := s.dialect.(NextIDInline); ok {
 		// The id is taken by the INSERT itself: one statement, not two.
-		out, err := s.insertAs(ctx, tx, res, 0, inline.NextIDExpr, rec, true)
+		out, err := s.runInsert(ctx, tx, in, 0)
 		if err != nil || out != nil {
 			return out, err
 		}
@@ -1475,7 +1499,11 @@ func (s *Store) create(ctx context.Context, tx Querier, res *resourceapi.Resourc
 			return nil, resourceapi.Errorf(resourceapi.CodeUnprocessable,
 				"No %s id is left: the ids that remain are above %d, which JSON clients cannot hold exactly", res.Singular, resourceapi.MaxID)
 		}
-		out, err := s.insert(ctx, tx, res, id, rec, true)
+		if !in.idArg {
+			// The expression's INSERT cannot take a given id.
+			in = s.prepareInsert(res, nil, in.rec, true)
+		}
+		out, err := s.runInsert(ctx, tx, in, id)
 		if err != nil || out != nil {
 			return out, err
 		}
@@ -1521,16 +1549,37 @@ func (s *Store) insert(ctx context.Context, tx Querier, res *resourceapi.Resourc
 // insertAs is insert, with the id given by the expression idExpr returns
 // (given the placeholder of res's name) when idExpr is not nil.
 func (s *Store) insertAs(ctx context.Context, tx Querier, res *resourceapi.Resource, id int64, idExpr func(name string) string, rec resourceapi.Record, ifFree bool) (resourceapi.Record, error) {
-	now := resourceapi.Timestamp(s.now())
+	return s.runInsert(ctx, tx, s.prepareInsert(res, idExpr, rec, ifFree), id)
+}
+
+// insertion is an INSERT of a record built before its transaction, in the
+// caller's goroutine: on SQLite the one writer goroutine runs every write,
+// and what it does not have to build, the other cores do. The id (unless
+// an expression gives it) and the timestamps are bound when it runs.
+type insertion struct {
+	res    *resourceapi.Resource
+	rec    resourceapi.Record
+	text   string
+	args   []any // args[0] the id's when idArg; the last two the timestamps
+	idArg  bool
+	ifFree bool
+	values resourceapi.Record
+	items  map[*resourceapi.Field][]resourceapi.Record
+	read   *columns
+}
+
+// prepareInsert builds the INSERT of rec into res (see insertAs).
+func (s *Store) prepareInsert(res *resourceapi.Resource, idExpr func(name string) string, rec resourceapi.Record, ifFree bool) *insertion {
+	in := &insertion{res: res, rec: rec, ifFree: ifFree, read: s.returnColumns(res)}
 	q := s.newQuery()
 	cols, vals := []string{"id"}, []string{""}
 	if idExpr != nil {
 		vals[0] = idExpr(q.Arg(res.Name))
 	} else {
-		vals[0] = q.Arg(id)
+		vals[0] = q.Arg(nil) // bound by runInsert
+		in.idArg = true
 	}
-	var items map[*resourceapi.Field][]resourceapi.Record
-	values := make(resourceapi.Record, len(res.Fields))
+	in.values = make(resourceapi.Record, len(res.Fields))
 	for i := range res.Fields {
 		f := &res.Fields[i]
 		if f.ReadOnly && !f.Computed || f.Transient {
@@ -1546,37 +1595,50 @@ func (s *Store) insertAs(ctx context.Context, tx Querier, res *resourceapi.Resou
 		case resourceapi.IfChanged:
 			v = x.Value // a new record: everything changed
 		}
-		values[f.Name] = v
+		in.values[f.Name] = v
 		if f.Type == resourceapi.TypeItems {
-			if items == nil {
-				items = make(map[*resourceapi.Field][]resourceapi.Record)
+			if in.items == nil {
+				in.items = make(map[*resourceapi.Field][]resourceapi.Record)
 			}
-			items[f], _ = v.([]resourceapi.Record)
+			in.items[f], _ = v.([]resourceapi.Record)
 			continue
 		}
 		for _, c := range writeColumns(f, v) {
 			cols, vals = append(cols, c.name), append(vals, q.Arg(c.value))
 		}
 	}
-	if err := s.checkReferences(ctx, tx, res, values); err != nil {
-		return nil, err
-	}
 	cols = append(cols, "created_at", "updated_at")
-	vals = append(vals, q.Arg(now), q.Arg(now))
-	read := s.returnColumns(res)
+	vals = append(vals, q.Arg(nil), q.Arg(nil)) // bound by runInsert
 	q.WriteString("INSERT INTO " + res.Name + " (" + join(cols) + ") VALUES (" + join(vals) + ")")
 	if ifFree {
 		q.WriteString(" ON CONFLICT (id) DO NOTHING")
 	}
-	q.WriteString(" RETURNING " + read.list)
-	out, err := read.scan(tx.QueryRowContext(ctx, q.String(), q.args...), nil)
-	if ifFree && errors.Is(err, sql.ErrNoRows) {
+	q.WriteString(" RETURNING " + in.read.list)
+	in.text, in.args = q.String(), q.args
+	return in
+}
+
+// runInsert runs in in tx, with id unless an expression gives it, stamped
+// now. With ifFree, it inserts nothing and returns a nil record when the id
+// is taken.
+func (s *Store) runInsert(ctx context.Context, tx Querier, in *insertion, id int64) (resourceapi.Record, error) {
+	res := in.res
+	if err := s.checkReferences(ctx, tx, res, in.values); err != nil {
+		return nil, err
+	}
+	now := s.dialect.Value(resourceapi.Timestamp(s.now()))
+	if in.idArg {
+		in.args[0] = s.dialect.Value(id)
+	}
+	in.args[len(in.args)-2], in.args[len(in.args)-1] = now, now
+	out, err := in.read.scan(tx.QueryRowContext(ctx, in.text, in.args...), nil)
+	if in.ifFree && errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, s.writeError(res, err)
 	}
-	for f, list := range items {
+	for f, list := range in.items {
 		if err := s.writeItems(ctx, tx, res, f, out.ID(), list); err != nil {
 			return nil, err
 		}
