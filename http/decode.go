@@ -38,13 +38,13 @@ func DecodeRecord(res *resourceapi.Resource, body []byte, pathID int64) (resourc
 		// encoding/json reads one whole value (any bytes after it are not
 		// looked at) before it finds that the value is not an object.
 		if _, ok := d.skip(); !ok {
-			return nil, errNotJSON
+			return nil, notJSON()
 		}
 		return nil, resourceapi.Errorf(resourceapi.CodeBadRequest, "Request body must be a JSON object")
 	}
 	rec, ok := d.record(res, pathID)
 	if !ok {
-		return nil, errNotJSON
+		return nil, notJSON()
 	}
 	if d.space(); d.i != len(body) {
 		return nil, resourceapi.Errorf(resourceapi.CodeBadRequest, "Request body is not valid JSON: unexpected data after the object")
@@ -57,9 +57,11 @@ func DecodeRecord(res *resourceapi.Resource, body []byte, pathID int64) (resourc
 	return rec, nil
 }
 
-// errNotJSON is the error of a body that is not JSON; a client is not told
+// notJSON is the error of a body that is not JSON; a client is not told
 // where (the message is the one encoding/json's errors became).
-var errNotJSON = resourceapi.Errorf(resourceapi.CodeBadRequest, "Request body is not valid JSON")
+func notJSON() error {
+	return resourceapi.Errorf(resourceapi.CodeBadRequest, "Request body is not valid JSON")
+}
 
 // blamed reports whether a field of rec holds an InvalidValue, whose detail
 // will name the field: a value of none of the types a decoded value has.
