@@ -263,6 +263,24 @@ func TestTriggerFunctionsKeepTheirPlans(t *testing.T) {
 	}
 }
 
+// TestSequenceNames checks that the sequence of every declared resource's id
+// is the one postgres.SequenceName names: a create takes its id from that
+// name, resolved when the INSERT is planned, not looked up in the catalog on
+// each execution (pg_get_serial_sequence).
+func TestSequenceNames(t *testing.T) {
+	db := mustAdmin(t, pgtest.Migrated(t))
+	for _, res := range resourceapi.Declared() {
+		var got, want string
+		if err := db.QueryRow("SELECT pg_get_serial_sequence($1, 'id'), current_schema() || '.' || $2",
+			res.Name, postgres.SequenceName(res.Name)).Scan(&got, &want); err != nil {
+			t.Fatalf("%s: %v", res.Name, err)
+		}
+		if got != want {
+			t.Errorf("%s: the sequence of id is %s; postgres.SequenceName says %s", res.Name, got, want)
+		}
+	}
+}
+
 // TestCountTriggersCallNoFunction: a counted table's trigger writes
 // row_counts itself, without a call of row_counts_add (a query and a
 // PL/pgSQL function's setup of their own, migration 00041), and the counts

@@ -244,10 +244,11 @@ func execAtCommit(ctx context.Context, tx Tx, query string, args ...any) error {
 // id itself, so that a Create is one statement where NextID and the INSERT
 // were two.
 type NextIDInline interface {
-	// NextIDExpr returns an expression, for the VALUES of an INSERT, whose
-	// value is what NextID would return, taken and locked as NextID does;
-	// name is the placeholder of the resource's name.
-	NextIDExpr(name string) string
+	// NextIDExpr returns an expression, for the VALUES of an INSERT of
+	// res, whose value is what NextID would return, taken and locked as
+	// NextID does. It names res by constants, so that the database
+	// resolves them when it plans the statement, not on each execution.
+	NextIDExpr(res *resourceapi.Resource) string
 	// CurrentID returns the value NextIDExpr took last in this
 	// transaction: the id of an INSERT that found it taken.
 	CurrentID(ctx context.Context, tx Querier, res *resourceapi.Resource) (int64, error)
@@ -1547,8 +1548,8 @@ func (s *Store) insert(ctx context.Context, tx Querier, res *resourceapi.Resourc
 }
 
 // insertAs is insert, with the id given by the expression idExpr returns
-// (given the placeholder of res's name) when idExpr is not nil.
-func (s *Store) insertAs(ctx context.Context, tx Querier, res *resourceapi.Resource, id int64, idExpr func(name string) string, rec resourceapi.Record, ifFree bool) (resourceapi.Record, error) {
+// for res when idExpr is not nil.
+func (s *Store) insertAs(ctx context.Context, tx Querier, res *resourceapi.Resource, id int64, idExpr func(res *resourceapi.Resource) string, rec resourceapi.Record, ifFree bool) (resourceapi.Record, error) {
 	return s.runInsert(ctx, tx, s.prepareInsert(res, idExpr, rec, ifFree), id)
 }
 
@@ -1569,12 +1570,12 @@ type insertion struct {
 }
 
 // prepareInsert builds the INSERT of rec into res (see insertAs).
-func (s *Store) prepareInsert(res *resourceapi.Resource, idExpr func(name string) string, rec resourceapi.Record, ifFree bool) *insertion {
+func (s *Store) prepareInsert(res *resourceapi.Resource, idExpr func(res *resourceapi.Resource) string, rec resourceapi.Record, ifFree bool) *insertion {
 	in := &insertion{res: res, rec: rec, ifFree: ifFree, read: s.returnColumns(res)}
 	q := s.newQuery()
 	cols, vals := []string{"id"}, []string{""}
 	if idExpr != nil {
-		vals[0] = idExpr(q.Arg(res.Name))
+		vals[0] = idExpr(res)
 	} else {
 		vals[0] = q.Arg(nil) // bound by runInsert
 		in.idArg = true
