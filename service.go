@@ -20,6 +20,7 @@ import (
 // a Record; the *Error this returns into their own format.
 type Service struct {
 	store  Store
+	memos  MemoStore // store, when it keeps Memos
 	hasher PasswordHasher
 	// identity shares the reads of the identity version among the
 	// sessions Confirm keeps current (session.go).
@@ -36,7 +37,8 @@ type Service struct {
 // NewService returns the rule layer over store. hasher hashes password
 // fields; it is required once a resource declares one.
 func NewService(store Store, hasher PasswordHasher) *Service {
-	return &Service{store: store, hasher: hasher}
+	memos, _ := store.(MemoStore)
+	return &Service{store: store, memos: memos, hasher: hasher}
 }
 
 // SetAuthenticator gives the service the Authenticator that checks the
@@ -184,32 +186,47 @@ func (s *Service) requireParent(ctx context.Context, c *Caller, res *Resource, p
 }
 
 // Get returns one record.
-func (s *Service) Get(ctx context.Context, c *Caller, res *Resource, item Address) (rec Record, err error) {
-	ctx, end := s.span(ctx, "Get", res)
-	defer func() { end(err) }()
-	err = s.readConfirmed(ctx, c, func(ctx context.Context, c *Caller) error {
-		rec, err = s.get(ctx, c, res, item)
-		return err
-	})
+func (s *Service) Get(ctx context.Context, c *Caller, res *Resource, item Address) (Record, error) {
+	rec, _, err := s.GetMemo(ctx, c, res, item)
 	return rec, err
 }
 
-func (s *Service) get(ctx context.Context, c *Caller, res *Resource, item Address) (Record, error) {
+// GetMemo is Get, and returns with the record the Memo its store keeps
+// with it (MemoStore), nil when the store keeps none: a transport keeps its
+// rendering there instead of rendering the same record on every read. The
+// rules are Get's, checked on every call whatever the Memo holds.
+func (s *Service) GetMemo(ctx context.Context, c *Caller, res *Resource, item Address) (rec Record, memo *Memo, err error) {
+	ctx, end := s.span(ctx, "Get", res)
+	defer func() { end(err) }()
+	err = s.readConfirmed(ctx, c, func(ctx context.Context, c *Caller) error {
+		rec, memo, err = s.get(ctx, c, res, item)
+		return err
+	})
+	return rec, memo, err
+}
+
+func (s *Service) get(ctx context.Context, c *Caller, res *Resource, item Address) (Record, *Memo, error) {
 	a, err := s.permit(c, res, OpRead)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	rec, err := s.store.Get(ctx, res, item.ID)
+	var rec Record
+	var memo *Memo
+	if s.memos != nil {
+		rec, memo, err = s.memos.GetMemo(ctx, res, item.ID)
+	} else {
+		rec, err = s.store.Get(ctx, res, item.ID)
+	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if res.HiddenFrom(c, rec) {
-		return nil, ErrNotFound(res)
+		return nil, nil, ErrNotFound(res)
 	}
 	if err := s.check(c, res, OpRead, a, item, rec); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return rec, nil
+	return rec, memo, nil
 }
 
 // prepareCreate validates rec as a new record of res created by c (a

@@ -23,8 +23,9 @@ import (
 )
 
 // servedHandler is the handler chain as serve wires it on SQLite (the
-// record cache on): the access log (slog's text handler, here into
-// io.Discard instead of the buffered log writer), the metrics observer of
+// record cache on): the access log (serve's, http.NewAccessLogHandler in
+// the text format, here into io.Discard instead of the buffered log
+// writer), the metrics observer of
 // requests and operations, no rate limiter (bench/peers.sh's setting) and
 // 100 users. It returns the chain and the admin's API key.
 func servedHandler(tb testing.TB) (http.Handler, string) {
@@ -71,7 +72,7 @@ func servedOn(tb testing.TB, db store) *server {
 	tb.Helper()
 	m := metrics.New()
 	s := mustServer(tb, db, func(o *graph.Options, c *rhttp.Config) {
-		c.AccessLog = slog.New(slog.NewTextHandler(io.Discard, nil))
+		c.AccessLog = slog.New(rhttp.NewAccessLogHandler(io.Discard, nil, false))
 		c.Observer = m
 		o.Observe = m.Operation
 		o.ParseListQuery = rhttp.ParseListQuery

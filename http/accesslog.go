@@ -40,7 +40,7 @@ func (s *Server) logAccess(next http.Handler) http.Handler {
 				bytes:    sw.bytes,
 				duration: end.Sub(start),
 				remote:   r.RemoteAddr,
-				agent:    r.UserAgent(),
+				agent:    headerValue(r.Header, "User-Agent"),
 			}
 			if own != nil {
 				_ = own.writeAccess(ctx, end, &f)

@@ -304,3 +304,50 @@ func sameHeaders(t *testing.T, name string, a, b *reply) {
 		t.Errorf("%s: no X-Request-ID", name)
 	}
 }
+
+// TestGetFromMemo: a GET of a record the store shares is rendered once and
+// then sent from the record's memo (resourceapi.Memo). Every GET of it sends
+// the bytes a fresh rendering would (the same record with every field
+// selected, rendered anew), and after a write the new record's, never the
+// memo of the old.
+func TestGetFromMemo(t *testing.T) {
+	forEachStore(t, func(t *testing.T, c *client) {
+		id := c.mustUser("Ann", "ann@example.com")
+		item := fmt.Sprintf("/api/users/%d", id)
+		all := item + "?fields=" + strings.Join(resourceapi.Users.VisibleFields(), ",")
+		check := func(what, wantBody string) {
+			t.Helper()
+			fresh := c.get(all)
+			fresh.mustStatus(t, http.StatusOK)
+			if wantBody == "" {
+				wantBody = string(fresh.body)
+			}
+			for i := range 3 { // a miss, the memo's fill, its hit
+				r := c.get(item)
+				r.mustStatus(t, http.StatusOK)
+				if string(r.body) != wantBody || string(r.body) != string(fresh.body) {
+					t.Fatalf("%s: GET %d = %s, want %s (rendered anew: %s)", what, i, r.body, wantBody, fresh.body)
+				}
+				for _, h := range []string{"ETag", "Last-Modified", "Cache-Control", "Content-Type"} {
+					if got, want := r.Header.Get(h), fresh.Header.Get(h); got != want {
+						t.Errorf("%s: GET %d: %s = %q, want %q", what, i, h, got, want)
+					}
+				}
+				if got, want := r.Header.Get("Content-Length"), strconv.Itoa(len(wantBody)); got != want {
+					t.Errorf("%s: GET %d: Content-Length = %q, want %q", what, i, got, want)
+				}
+				h := c.do("HEAD", item, "")
+				if h.Header.Get("ETag") != r.Header.Get("ETag") || h.Header.Get("Content-Length") != r.Header.Get("Content-Length") || len(h.body) != 0 {
+					t.Errorf("%s: HEAD %d: %v, body %q", what, i, h.Header, h.body)
+				}
+			}
+		}
+		check("created", "")
+		w := c.do("PATCH", item, `{"name":"Ann B"}`)
+		w.mustStatus(t, http.StatusOK)
+		check("after a PATCH", string(w.body))
+		w = c.do("PUT", item, `{"name":"Ann C","email":"ann@example.com"}`)
+		w.mustStatus(t, http.StatusOK)
+		check("after a PUT", string(w.body))
+	})
+}

@@ -66,13 +66,13 @@ var (
 // that 200's length for this.
 func (s *Server) compress(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Upgrade") != "" {
+		if headerValue(r.Header, "Upgrade") != "" {
 			// A protocol switch (WebSocket) takes the connection over; a
 			// wrapper that buffers or encodes has no place in it.
 			next.ServeHTTP(w, r)
 			return
 		}
-		c, force := negotiateCoding(r.Header.Values("Accept-Encoding"))
+		c, force := negotiateCoding(r.Header["Accept-Encoding"])
 		cw := compressWriterPool.Get().(*compressWriter)
 		cw.w, cw.coding, cw.force, cw.head = w, c, force, r.Method == http.MethodHead
 		// On a panic, finish is skipped and what was buffered is dropped, so
@@ -237,7 +237,7 @@ func (cw *compressWriter) WriteHeader(code int) {
 		cw.notModified(h)
 		return
 	}
-	cl := h.Get("Content-Length")
+	cl := headerValue(h, "Content-Length")
 	switch {
 	case !cw.eligible(h):
 		cw.pass()
@@ -295,7 +295,7 @@ func (cw *compressWriter) Flush() {
 // 304 it tells whether the 200 it stands for could have been.
 func (cw *compressWriter) eligible(h http.Header) bool {
 	return cw.coding != identity && cw.status != http.StatusNoContent &&
-		h.Get("Content-Encoding") == "" && compressible(h.Get("Content-Type"))
+		headerValue(h, "Content-Encoding") == "" && compressible(headerValue(h, "Content-Type"))
 }
 
 // worthIt reports whether an eligible body of n bytes is compressed: from
@@ -313,10 +313,10 @@ func (cw *compressWriter) worthIt(n int64) bool {
 // compressed 200 is not known without compressing it. Without a declared
 // length the tag is left as it is.
 func (cw *compressWriter) notModified(h http.Header) {
-	if cl := h.Get("Content-Length"); cl != "" {
+	if cl := headerValue(h, "Content-Length"); cl != "" {
 		h.Del("Content-Length")
 		n, err := strconv.ParseInt(cl, 10, 64)
-		if tag := h.Get("Etag"); err == nil && tag != "" && cw.eligible(h) && cw.worthIt(n) {
+		if tag := headerValue(h, "Etag"); err == nil && tag != "" && cw.eligible(h) && cw.worthIt(n) {
 			h["Etag"] = []string{withCodingSuffix(tag, "-"+cw.coding.String())}
 		}
 	}
@@ -329,7 +329,7 @@ func (cw *compressWriter) varies(h http.Header) bool {
 	if cw.status == http.StatusNotModified {
 		return true // it stands for a 200 that varies
 	}
-	return cw.status != http.StatusNoContent && h.Get("Content-Encoding") == "" && compressible(h.Get("Content-Type"))
+	return cw.status != http.StatusNoContent && headerValue(h, "Content-Encoding") == "" && compressible(headerValue(h, "Content-Type"))
 }
 
 // pass sends the headers and the buffered body as they are.
@@ -350,7 +350,7 @@ func (cw *compressWriter) pass() {
 // with what was buffered; next is the write that is about to follow, if any.
 func (cw *compressWriter) compress(next []byte) {
 	h := cw.w.Header()
-	if h.Get("Content-Type") == "" {
+	if headerValue(h, "Content-Type") == "" {
 		// net/http does not sniff an encoded body, so sniff the plain one.
 		sniff := cw.buf
 		if len(sniff) == 0 {
@@ -361,7 +361,7 @@ func (cw *compressWriter) compress(next []byte) {
 	h.Del("Content-Length")
 	h.Set("Content-Encoding", cw.coding.String())
 	addVary(h, "Accept-Encoding")
-	if tag := h.Get("Etag"); tag != "" {
+	if tag := headerValue(h, "Etag"); tag != "" {
 		h["Etag"] = []string{withCodingSuffix(tag, "-"+cw.coding.String())}
 	}
 	cw.state = compressing

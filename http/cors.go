@@ -38,7 +38,7 @@ func (s *Server) cors(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		addVary(h, "Origin")
-		origin := r.Header.Get("Origin")
+		origin := headerValue(r.Header, "Origin")
 		if origin == "" || !(allowAll || allowed[strings.ToLower(origin)]) {
 			next.ServeHTTP(w, r)
 			return
@@ -48,7 +48,7 @@ func (s *Server) cors(next http.Handler) http.Handler {
 		} else {
 			h.Set("Access-Control-Allow-Origin", origin)
 		}
-		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+		if r.Method == http.MethodOptions && headerValue(r.Header, "Access-Control-Request-Method") != "" {
 			addVary(h, "Access-Control-Request-Method")
 			addVary(h, "Access-Control-Request-Headers")
 			h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
@@ -76,7 +76,7 @@ func (pw *preflightWriter) WriteHeader(code int) {
 		pw.wroteHeader = true
 	}
 	h := pw.Header()
-	if allow := h.Get("Allow"); allow != "" && code < 300 {
+	if allow := headerValue(h, "Allow"); allow != "" && code < 300 {
 		h.Set("Access-Control-Allow-Methods", allow)
 	}
 	pw.ResponseWriter.WriteHeader(code)

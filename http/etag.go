@@ -156,13 +156,13 @@ func nextTag(s string) (tag, rest string) {
 // section 13.2.2): If-None-Match when present, else If-Modified-Since, which
 // only single records answer (modified is zero for a collection).
 func notModified(r *http.Request, etag string, modified time.Time) bool {
-	if inm := r.Header.Values("If-None-Match"); len(inm) > 0 {
+	if inm := r.Header["If-None-Match"]; len(inm) > 0 {
 		return matchTags(inm, etag, false)
 	}
 	if modified.IsZero() {
 		return false
 	}
-	ims := r.Header.Get("If-Modified-Since")
+	ims := headerValue(r.Header, "If-Modified-Since")
 	if ims == "" {
 		return false
 	}

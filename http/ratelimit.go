@@ -78,11 +78,7 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 		if d.Allowed {
 			d = s.debts.settle(r.Context(), s.limiter, key, d)
 		}
-		h := w.Header()
-		h["X-Ratelimit-Limit"] = []string{strconv.Itoa(d.Limit)}
-		h["X-Ratelimit-Remaining"] = []string{strconv.Itoa(max(d.Remaining, 0))}
-		h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(ceilUnix(d), 10)}
-		setRateLimitFields(h, d, time.Now())
+		setRateLimitHeaders(w.Header(), &infoFrom(r).limits, d, time.Now())
 		if !d.Allowed {
 			if s.observer != nil {
 				s.observer.RateLimited()
@@ -136,7 +132,7 @@ func (s *Server) charge(key string, left int) func(n int) {
 // read, or a GraphQL request, with an API key or a bearer token) verify
 // none, and skip the cost of a context of their own.
 func mayVerifyPassword(r *http.Request, kind string) bool {
-	if kind == "/oauth" || r.Header.Get("Upgrade") != "" {
+	if kind == "/oauth" || headerValue(r.Header, "Upgrade") != "" {
 		return true
 	}
 	switch r.Method {
@@ -247,21 +243,58 @@ func (d *debts) settle(ctx context.Context, l resourceapi.RateLimiter, key strin
 // fields: each caller's budget (by user, or by client address).
 const rateLimitPolicy = `"caller"`
 
-// setRateLimitFields sets the fields of draft-ietf-httpapi-ratelimit-headers
-// (draft 10, structured fields, RFC 9651) from the same decision as the
-// X-RateLimit-* headers:
+// rateLimitHeaders holds the values of the five rate-limit headers of a
+// response (setRateLimitHeaders), in the request's shared state: each
+// header a sub-slice of capacity 1, so that adding a value to one
+// (Header.Add) copies instead of writing into the next.
+type rateLimitHeaders [5]string
+
+// setRateLimitHeaders sets the rate-limit headers of a response from d:
+// X-RateLimit-Limit, -Remaining and -Reset (the time of the reset in Unix
+// seconds, rounded up so that a client waiting until then finds the budget
+// whole), and the fields of draft-ietf-httpapi-ratelimit-headers (draft 10,
+// structured fields, RFC 9651) from the same decision:
 //
 //	RateLimit-Policy: "caller";q=<limit>;w=<window seconds>
 //	RateLimit: "caller";r=<remaining>;t=<seconds until the budget is whole>
 //
 // q is X-RateLimit-Limit and r X-RateLimit-Remaining; t counts the seconds
 // from now to the reset that X-RateLimit-Reset gives as a time, rounded up.
-func setRateLimitFields(h http.Header, d resourceapi.RateDecision, now time.Time) {
-	policy := rateLimitPolicy + ";q=" + strconv.Itoa(d.Limit)
+// The five values are substrings of one string, set into the map without
+// canonicalizing (the keys are canonical): one allocation for all five.
+func setRateLimitHeaders(h http.Header, vals *rateLimitHeaders, d resourceapi.RateDecision, now time.Time) {
+	var buf [160]byte
+	b := buf[:0]
+	var ends [5]int
+	b = strconv.AppendInt(b, int64(d.Limit), 10)
+	ends[0] = len(b)
+	remaining := int64(max(d.Remaining, 0))
+	b = strconv.AppendInt(b, remaining, 10)
+	ends[1] = len(b)
+	b = strconv.AppendInt(b, ceilUnix(d), 10)
+	ends[2] = len(b)
+	b = append(b, rateLimitPolicy+";q="...)
+	b = strconv.AppendInt(b, int64(d.Limit), 10)
 	if w := int64(math.Ceil(d.Window.Seconds())); w > 0 {
-		policy += ";w=" + strconv.FormatInt(w, 10)
+		b = append(b, ";w="...)
+		b = strconv.AppendInt(b, w, 10)
 	}
-	h["Ratelimit-Policy"] = []string{policy}
+	ends[3] = len(b)
 	t := max(int64(math.Ceil(d.Reset.Sub(now).Seconds())), 0)
-	h["Ratelimit"] = []string{rateLimitPolicy + ";r=" + strconv.Itoa(max(d.Remaining, 0)) + ";t=" + strconv.FormatInt(t, 10)}
+	b = append(b, rateLimitPolicy+";r="...)
+	b = strconv.AppendInt(b, remaining, 10)
+	b = append(b, ";t="...)
+	b = strconv.AppendInt(b, t, 10)
+	ends[4] = len(b)
+	all := string(b)
+	start := 0
+	for i, end := range ends {
+		vals[i] = all[start:end]
+		start = end
+	}
+	h["X-Ratelimit-Limit"] = vals[0:1:1]
+	h["X-Ratelimit-Remaining"] = vals[1:2:2]
+	h["X-Ratelimit-Reset"] = vals[2:3:3]
+	h["Ratelimit-Policy"] = vals[3:4:4]
+	h["Ratelimit"] = vals[4:5:5]
 }

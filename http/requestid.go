@@ -53,6 +53,8 @@ type requestInfo struct {
 	// sub-slice of capacity 1, so that Header.Add copies instead of
 	// writing into the next.
 	vals [4]string
+	// limits are the values of the rate-limit headers (rateLimit).
+	limits rateLimitHeaders
 
 	// idBuf holds a generated request id (id is a string over it, never
 	// written again), and cacheBuf the validators and length of a GET of a
@@ -107,9 +109,7 @@ const maxRequestIDLen = 128
 // else can answer, so that every response carries it.
 func (s *Server) requestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// "X-Request-Id" is the canonical spelling: a literal that is
-		// already canonical saves an allocation per lookup.
-		id := r.Header.Get("X-Request-Id")
+		id := headerValue(r.Header, "X-Request-Id")
 		info := &requestInfo{Context: r.Context(), id: id}
 		if !validRequestID(id) {
 			// A string over the info's own bytes, which nothing writes

@@ -173,12 +173,56 @@ func (h *resourceHandlers) get() http.Handler {
 				return err
 			}
 		}
-		rec, err := h.s.service.Get(r.Context(), caller(r), h.res, item)
+		rec, memo, err := h.s.service.GetMemo(r.Context(), caller(r), h.res, item)
 		if err != nil {
 			return err
 		}
+		if memo != nil && fields == nil {
+			return h.writeMemo(w, r, rec, memo)
+		}
 		return h.writeRecord(w, r, http.StatusOK, rec, fields)
 	})
+}
+
+// rendered is a record's full rendering and its validators as a GET sends
+// them, kept in the record's memo (resourceapi.Memo) under the view that
+// rendered it: a GET of a record the store shares renders it once, and
+// every later GET of the same record sends the same bytes. The store drops
+// the memo with the record, so it is never older than what the record
+// cache answers.
+type rendered struct {
+	body []byte
+	// vals are ETag, Last-Modified (up to lm) and Content-Length, one
+	// after the other, as writeCacheable makes them.
+	vals     string
+	lm       int
+	modified time.Time
+}
+
+// writeMemo sends the 200 of a GET of rec, which came with memo: from the
+// rendering the memo holds, or rendered now and kept there.
+func (h *resourceHandlers) writeMemo(w http.ResponseWriter, r *http.Request, rec resourceapi.Record, memo *resourceapi.Memo) error {
+	out, _ := memo.Load(h.view).(*rendered)
+	if out == nil {
+		buf := getBuffer()
+		defer putBuffer(buf)
+		body, err := h.view.appendRecord(*buf, rec, nil)
+		*buf = body
+		if err != nil {
+			return err
+		}
+		out = &rendered{modified: updatedAt(rec)}
+		// One allocation for the body and its validators.
+		b := make([]byte, 0, len(body)+cacheableLen)
+		b = append(b, body...)
+		b, out.lm = appendValidators(b, body, out.modified, len(body))
+		out.body = b[:len(body):len(body)]
+		out.vals = unsafe.String(&b[len(body)], len(b)-len(body)) // never written again
+		out.lm -= len(body)
+		memo.Store(h.view, out)
+	}
+	sendCacheable(w, r, out.body, out.vals, out.lm, out.modified)
+	return nil
 }
 
 // create serves POST on the collection: 201 with the new record and its
@@ -397,20 +441,12 @@ const cacheableLen = etagLen + len(http.TimeFormat) + 20
 // that 200 would have had (see compressWriter.notModified); the length itself
 // is not sent.
 func writeCacheable(w http.ResponseWriter, r *http.Request, body, tagged []byte, modified time.Time) {
-	h := w.Header()
 	// ETag, Last-Modified and Content-Length are one string, and their
 	// values live in the request's shared state (requestInfo.vals): one
-	// allocation instead of six on every GET of a record. Each header gets
-	// a slice of its own capacity, so that adding a value to one
-	// (Header.Add) cannot overwrite another.
+	// allocation instead of six on every GET of a record.
 	info := infoFrom(r)
 	var buf [cacheableLen]byte
-	b := appendETag(buf[:0], tagged)
-	if !modified.IsZero() {
-		b = appendHTTPDate(b, modified)
-	}
-	lm := len(b)
-	b = strconv.AppendInt(b, int64(len(body)), 10)
+	b, lm := appendValidators(buf[:0], tagged, modified, len(body))
 	var all string
 	if !info.cacheBufUsed && len(b) <= len(info.cacheBuf) {
 		// The request's own bytes, written once and never again (the
@@ -422,8 +458,29 @@ func writeCacheable(w http.ResponseWriter, r *http.Request, body, tagged []byte,
 	} else {
 		all = string(b)
 	}
+	sendCacheable(w, r, body, all, lm, modified)
+}
+
+// appendValidators appends to b the values of ETag (the tag of tagged),
+// Last-Modified (none for the zero time) and Content-Length (n), one after
+// the other, and returns where Last-Modified ends.
+func appendValidators(b, tagged []byte, modified time.Time, n int) ([]byte, int) {
+	b = appendETag(b, tagged)
+	if !modified.IsZero() {
+		b = appendHTTPDate(b, modified)
+	}
+	lm := len(b)
+	return strconv.AppendInt(b, int64(n), 10), lm
+}
+
+// sendCacheable is writeCacheable with the validators made: all holds
+// appendValidators' values, Last-Modified's ending at lm.
+func sendCacheable(w http.ResponseWriter, r *http.Request, body []byte, all string, lm int, modified time.Time) {
+	h := w.Header()
+	// Each header gets a slice of its own capacity, so that adding a value
+	// to one (Header.Add) cannot overwrite another.
+	vals := infoFrom(r).vals[1:4]
 	tag := all[:etagLen]
-	vals := info.vals[1:4]
 	vals[0] = tag
 	h["Etag"] = vals[0:1:1] // the canonical form of ETag, set without canonicalizing
 	h["Cache-Control"] = cacheRevalidate

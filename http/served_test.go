@@ -14,7 +14,10 @@ import (
 
 	"github.com/resourceapi/resourceapi"
 	rhttp "github.com/resourceapi/resourceapi/http"
+	"github.com/resourceapi/resourceapi/inmem"
 	"github.com/resourceapi/resourceapi/metrics"
+	"github.com/resourceapi/resourceapi/postgres"
+	"github.com/resourceapi/resourceapi/postgres/pgtest"
 )
 
 // servedUsers is how many users servedGet creates (ids 2 to servedUsers+1;
@@ -32,10 +35,18 @@ const servedUsers = 20
 // key.
 func servedGet(tb testing.TB, open func(testing.TB, resourceapi.Clock) resourceapi.Store) (net.Conn, string) {
 	tb.Helper()
+	return servedGetWith(tb, open, nil)
+}
+
+// servedGetWith is servedGet with a rate limiter (serve's default), or
+// none when limiter is nil.
+func servedGetWith(tb testing.TB, open func(testing.TB, resourceapi.Clock) resourceapi.Store, limiter resourceapi.RateLimiter) (net.Conn, string) {
+	tb.Helper()
 	db := open(tb, nil)
 	cfg := testConfig(tb, db)
 	cfg.AccessLog = slog.New(rhttp.NewAccessLogHandler(io.Discard, nil, false))
 	cfg.Observer = metrics.New()
+	cfg.RateLimiter = limiter
 	api := rhttp.NewServer(cfg)
 	c := &client{tb: tb, service: cfg.Service}
 	key := c.mustAccount("Test Admin", adminEmail, "admin")
@@ -189,13 +200,30 @@ func TestServedGetOverTCPAllocations(t *testing.T) {
 
 // BenchmarkServedGetOverTCP is bench/peers.sh's sqlite-get with one
 // connection: GET one user with an API key, the access log and the metrics
-// on, served by net/http over loopback TCP, on each store (PostgreSQL
-// without the record cache). cpu-ns/op is the process's CPU
-// per request, the client's two system calls included.
+// on, served by net/http over loopback TCP, on each store (postgres
+// without the record cache, postgres-solo with it, as serve runs one
+// instance by default), and on SQLite with serve's default rate limiter
+// (sqlite-ratelimit: five headers more; bench/peers.sh turns it off).
+// cpu-ns/op is the process's CPU per request, the client's two system
+// calls included.
 func BenchmarkServedGetOverTCP(b *testing.B) {
+	type run struct {
+		name    string
+		open    func(testing.TB, resourceapi.Clock) resourceapi.Store
+		limiter resourceapi.RateLimiter
+	}
+	var runs []run
 	for _, be := range backends() {
+		runs = append(runs, run{name: be.name, open: be.open})
+		if be.name == "postgres" {
+			runs = append(runs, run{name: "postgres-solo", open: mustPostgresSolo})
+		}
+	}
+	runs = append(runs, run{name: "sqlite-ratelimit", open: mustSQLite,
+		limiter: inmem.NewRateLimiter(1<<30, time.Minute, inmem.Options{})})
+	for _, be := range runs {
 		b.Run(be.name, func(b *testing.B) {
-			conn, key := servedGet(b, be.open)
+			conn, key := servedGetWith(b, be.open, be.limiter)
 			g := newRawGets(b, conn, key)
 			for i := range 40 {
 				g.get(i)
@@ -211,6 +239,24 @@ func BenchmarkServedGetOverTCP(b *testing.B) {
 			}
 		})
 	}
+}
+
+// mustPostgresSolo is mustPostgres as serve opens one instance: the only
+// writer (postgres.Options.Solo), with the record cache, once it holds.
+func mustPostgresSolo(tb testing.TB, now resourceapi.Clock) resourceapi.Store {
+	tb.Helper()
+	db, err := postgres.Open(tb.Context(), pgtest.Migrated(tb), postgres.Options{MaxConns: 4, Now: now, Solo: true})
+	if err != nil {
+		tb.Fatalf("open postgres: %v", err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	for i := 0; i < 1000 && !db.Holding(); i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !db.Holding() {
+		tb.Fatal("the store never became the solo holder")
+	}
+	return db
 }
 
 // bareUser is bench/bare's user: a fixed body of about 200 bytes.

@@ -39,7 +39,7 @@ func (s *Server) negotiateVersion(next http.Handler) http.Handler {
 			// The same URL answers differently by Accept, so caches must
 			// know.
 			addVary(h, "Accept")
-			version, err = acceptVersion(r.Header.Values("Accept"), mediaPrefix)
+			version, err = acceptVersion(r.Header["Accept"], mediaPrefix)
 		}
 		if version == 0 {
 			version = defaultVersion // an unknown path version: the 404 speaks version 1

@@ -51,3 +51,17 @@ func (sw *statusWriter) Flush() {
 	}
 	http.NewResponseController(sw.ResponseWriter).Flush()
 }
+
+// headerValue returns the first value of the header key, "" without one:
+// what h.Get(key) returns, without canonicalising key on every call (a
+// scan of every byte and a check of each, on each of the dozen headers a
+// request reads). key must be in canonical form, as every literal passed
+// here is (TestHeaderValueKeysAreCanonical); net/http canonicalises the
+// keys of a request's headers as it reads them, and Header.Set those of a
+// response.
+func headerValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}

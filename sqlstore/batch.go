@@ -26,7 +26,7 @@ func (s *Store) GetMany(ctx context.Context, res *resourceapi.Resource, ids []in
 	var missing []int64
 	var fills []fill
 	for _, id := range ids {
-		rec, f := s.cache.record(res, id)
+		rec, _, f := s.cache.record(res, id)
 		if rec != nil {
 			out = append(out, rec)
 			continue

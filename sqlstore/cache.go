@@ -105,8 +105,11 @@ type cacheKey struct {
 }
 
 type entry struct {
-	key  cacheKey
-	rec  resourceapi.Record
+	key cacheKey
+	rec resourceapi.Record
+	// memo is what a transport derived from rec (its rendering): it
+	// lives and dies with the entry, so whatever drops rec drops it too.
+	memo resourceapi.Memo
 	page resourceapi.Page
 	val  any // a value derived from the resource's records (see value)
 	// owner is the id of the record of the resource val derives from (an
@@ -126,6 +129,9 @@ const (
 	entryOverhead = 256
 	fieldOverhead = 64
 	recordHeader  = 64
+	// A memo's value: its allocations and validators, and per field.
+	memoOverhead      = 128
+	memoFieldOverhead = 32
 )
 
 // EntryBytes is the byte budget the cache has per entry: a cache of n entries
@@ -204,14 +210,14 @@ func (c *cache) lookup(k cacheKey, query []byte) (*entry, fill) {
 	return e, f
 }
 
-// record returns the cached record id of res, or nil and the fill to pass to
-// storeRecord.
-func (c *cache) record(res *resourceapi.Resource, id int64) (resourceapi.Record, fill) {
+// record returns the cached record id of res and its memo, or nil and the
+// fill to pass to storeRecord.
+func (c *cache) record(res *resourceapi.Resource, id int64) (resourceapi.Record, *resourceapi.Memo, fill) {
 	e, f := c.lookup(cacheKey{res: res, id: id}, nil)
 	if e == nil {
-		return nil, f
+		return nil, nil, f
 	}
-	return e.rec, f
+	return e.rec, &e.memo, f
 }
 
 // page returns the cached page of res for the query key, or false and the
@@ -255,7 +261,7 @@ func (c *cache) storeRecord(res *resourceapi.Resource, f fill, rec resourceapi.R
 	if c == nil || f.epochs == nil || rec == nil {
 		return
 	}
-	c.store(&entry{key: cacheKey{res: res, id: rec.ID()}, rec: rec, size: entryOverhead + recordSize(rec)}, f)
+	c.store(&entry{key: cacheKey{res: res, id: rec.ID()}, rec: rec, size: entryOverhead + recordSize(rec) + memoSize(rec)}, f)
 }
 
 // storePage stores page, which its readers share from now on, as f allows.
@@ -421,6 +427,25 @@ func recordSize(rec resourceapi.Record) int64 {
 			n += 24
 			for _, s := range v {
 				n += 16 + int64(len(s))
+			}
+		}
+	}
+	return n
+}
+
+// memoSize estimates the bytes of what a transport keeps in a record's memo:
+// its rendering (the record's strings, and a name, punctuation and a value
+// of each field) and its validators.
+func memoSize(rec resourceapi.Record) int64 {
+	n := int64(memoOverhead)
+	for _, v := range rec {
+		n += memoFieldOverhead
+		switch v := v.(type) {
+		case string:
+			n += int64(len(v))
+		case []string:
+			for _, s := range v {
+				n += 4 + int64(len(s))
 			}
 		}
 	}

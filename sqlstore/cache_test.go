@@ -30,7 +30,7 @@ func userRecord(id int64, name string) resourceapi.Record {
 // returns the fill for a read of it.
 func mustMiss(t *testing.T, c *cache, res *resourceapi.Resource, id int64, what string) fill {
 	t.Helper()
-	rec, f := c.record(res, id)
+	rec, _, f := c.record(res, id)
 	if rec != nil {
 		t.Fatalf("%s: record %d cached (%v), want a miss", what, id, rec)
 	}
@@ -39,7 +39,7 @@ func mustMiss(t *testing.T, c *cache, res *resourceapi.Resource, id int64, what 
 
 func mustHit(t *testing.T, c *cache, res *resourceapi.Resource, id int64, what string) {
 	t.Helper()
-	if rec, _ := c.record(res, id); rec == nil {
+	if rec, _, _ := c.record(res, id); rec == nil {
 		t.Fatalf("%s: record %d not cached, want a hit", what, id)
 	}
 }
@@ -84,7 +84,7 @@ func TestCacheRefusesFillsThatStraddleAWrite(t *testing.T) {
 func TestCacheWriteInvalidates(t *testing.T) {
 	c := newCache(64)
 	for id := int64(1); id <= 3; id++ {
-		_, f := c.record(users, id)
+		_, _, f := c.record(users, id)
 		c.storeRecord(users, f, userRecord(id, "x"))
 	}
 	var keys []string
@@ -118,7 +118,7 @@ func TestCacheWholeResource(t *testing.T) {
 	posts := resourceapi.NewResource(resourceapi.Resource{Name: "posts", Singular: "post", Fields: users.Fields})
 	for _, res := range []*resourceapi.Resource{users, posts} {
 		for id := int64(1); id <= 3; id++ {
-			_, f := c.record(res, id)
+			_, _, f := c.record(res, id)
 			c.storeRecord(res, f, userRecord(id, res.Name))
 		}
 		key := mustListKey(t, url.Values{})
@@ -150,23 +150,23 @@ func TestCacheForeignCommits(t *testing.T) {
 	ok.Store(true)
 	c := newCache(64)
 	c.foreign = func() (uint64, bool) { return count.Load(), ok.Load() }
-	_, f := c.record(users, 1)
+	_, _, f := c.record(users, 1)
 	c.storeRecord(users, f, userRecord(1, "x"))
 	mustHit(t, c, users, 1, "before a foreign commit")
 
-	_, before := c.record(users, 2)
+	_, _, before := c.record(users, 2)
 	count.Add(1)
 	mustMiss(t, c, users, 1, "after a foreign commit")
 	c.storeRecord(users, before, userRecord(2, "old"))
 	mustMiss(t, c, users, 2, "a fill from before a foreign commit")
 
-	_, f = c.record(users, 1)
+	_, _, f = c.record(users, 1)
 	c.storeRecord(users, f, userRecord(1, "y"))
 	mustHit(t, c, users, 1, "a fill after a foreign commit")
 
 	ok.Store(false)
 	mustMiss(t, c, users, 1, "when foreign commits cannot be checked")
-	if _, f := c.record(users, 3); f.epochs != nil {
+	if _, _, f := c.record(users, 3); f.epochs != nil {
 		t.Fatal("a read foreign commits cannot vouch for may store what it reads")
 	}
 }
@@ -177,11 +177,11 @@ func TestCacheForeignCommits(t *testing.T) {
 func TestCacheBounds(t *testing.T) {
 	c := newCache(10)
 	for id := int64(1); id <= 10; id++ {
-		_, f := c.record(users, id)
+		_, _, f := c.record(users, id)
 		c.storeRecord(users, f, userRecord(id, "x"))
 	}
 	mustHit(t, c, users, 1, "the first record, just used") // now the most recent
-	_, f := c.record(users, 11)
+	_, _, f := c.record(users, 11)
 	c.storeRecord(users, f, userRecord(11, "x"))
 	if len(c.entries) != 10 {
 		t.Fatalf("%d entries, want the bound 10", len(c.entries))
@@ -191,12 +191,14 @@ func TestCacheBounds(t *testing.T) {
 
 	// Records of a quarter of the byte budget each: the bytes bound.
 	big := strings.Repeat("x", int(c.maxBytes/4))
-	_, f = c.record(users, 20)
+	_, _, f = c.record(users, 20)
 	c.storeRecord(users, f, userRecord(20, big[:len(big)/2]))
 	mustMiss(t, c, users, 20, "a record larger than an eighth of the budget")
 	for id := int64(21); id <= 30; id++ {
-		_, f := c.record(users, id)
-		c.storeRecord(users, f, userRecord(id, big[:c.maxEntry-entryOverhead-recordSize(userRecord(id, ""))]))
+		_, _, f := c.record(users, id)
+		// Its string counts twice: in the record and in its memo.
+		empty := userRecord(id, "")
+		c.storeRecord(users, f, userRecord(id, big[:(c.maxEntry-entryOverhead-recordSize(empty)-memoSize(empty))/2]))
 		if c.bytes > c.maxBytes || len(c.entries) > c.maxEntries {
 			t.Fatalf("after record %d: %d entries of %d bytes, want at most %d and %d", id, len(c.entries), c.bytes, c.maxEntries, c.maxBytes)
 		}
@@ -370,5 +372,63 @@ func TestCacheAccountsOutliveOtherUsersChanges(t *testing.T) {
 	c.begin(change{res: users, id: 7, neutral: accessNeutral(users, resourceapi.Record{"roles": []string{"admin"}})})
 	if cached(8) {
 		t.Error("a change of roles left other accounts cached")
+	}
+}
+
+// TestCacheMemoLivesWithItsRecord: a record's memo comes with every hit of
+// the same entry, and whatever drops the record (a write that names it, a
+// write of its resource as a whole, another process's commit) drops the memo
+// with it, so that what a transport derived from the record (its rendering)
+// is never served beside, or instead of, a newer record.
+func TestCacheMemoLivesWithItsRecord(t *testing.T) {
+	var foreign atomic.Uint64
+	c := newCache(16)
+	c.foreign = func() (uint64, bool) { return foreign.Load(), true }
+	view := new(int) // what derived the memo's value
+	load := func(id int64) (resourceapi.Record, *resourceapi.Memo) {
+		t.Helper()
+		rec, memo, _ := c.record(users, id)
+		if rec != nil && memo == nil {
+			t.Fatalf("record %d: a hit without its memo", id)
+		}
+		return rec, memo
+	}
+	fillMemo := func(id int64, name string) {
+		t.Helper()
+		c.storeRecord(users, mustMiss(t, c, users, id, "before "+name), userRecord(id, name))
+		rec, memo := load(id)
+		if rec == nil {
+			t.Fatalf("%s: not cached", name)
+		}
+		if v := memo.Load(view); v != nil {
+			t.Fatalf("%s: a new entry's memo holds %v", name, v)
+		}
+		memo.Store(view, name)
+		if _, again := load(id); again.Load(view) != name {
+			t.Fatalf("%s: the next hit's memo holds %v, want %q", name, again.Load(view), name)
+		}
+		if memo.Load(new(int)) != nil {
+			t.Fatalf("%s: the memo answers another key", name)
+		}
+	}
+
+	fillMemo(7, "v1")
+	c.begin(change{res: users, id: 7})
+	c.end(change{res: users, id: 7})
+	fillMemo(7, "v2") // fails if the write left v1's memo
+
+	fillMemo(8, "w1")
+	c.begin(change{res: resourceapi.Posts, id: 1, whole: []*resourceapi.Resource{users}})
+	c.end(change{res: resourceapi.Posts, id: 1, whole: []*resourceapi.Resource{users}})
+	fillMemo(8, "w2")
+
+	fillMemo(9, "x1")
+	foreign.Add(1)
+	fillMemo(9, "x2")
+
+	var none *resourceapi.Memo
+	none.Store(view, "ignored")
+	if none.Load(view) != nil {
+		t.Fatal("the nil memo kept a value")
 	}
 }

@@ -995,12 +995,23 @@ func keptCount(res *resourceapi.Resource, lq resourceapi.ListQuery) (kept, hidde
 
 // Get implements resourceapi.Store.
 func (s *Store) Get(ctx context.Context, res *resourceapi.Resource, id int64) (resourceapi.Record, error) {
+	rec, _, err := s.GetMemo(ctx, res, id)
+	return rec, err
+}
+
+var _ resourceapi.MemoStore = (*Store)(nil)
+
+// GetMemo implements resourceapi.MemoStore: a record from the cache comes
+// with the memo of its entry, which the entry's removal (a write of the
+// record, of its resource as a whole, or of another process) drops with
+// it; a record read from the database comes with none.
+func (s *Store) GetMemo(ctx context.Context, res *resourceapi.Resource, id int64) (resourceapi.Record, *resourceapi.Memo, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("get %s %d: %w", res.Singular, id, err)
+		return nil, nil, fmt.Errorf("get %s %d: %w", res.Singular, id, err)
 	}
-	cached, fill := s.cache.record(res, id)
+	cached, memo, fill := s.cache.record(res, id)
 	if cached != nil {
-		return cached, nil
+		return cached, memo, nil
 	}
 	var rec resourceapi.Record // declared here, so that a hit allocates nothing
 	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
@@ -1009,13 +1020,13 @@ func (s *Store) Get(ctx context.Context, res *resourceapi.Resource, id int64) (r
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("get %s %d: %w", res.Singular, id, err)
+		return nil, nil, fmt.Errorf("get %s %d: %w", res.Singular, id, err)
 	}
 	if rec == nil {
-		return nil, notFound(res)
+		return nil, nil, notFound(res)
 	}
 	s.cache.storeRecord(res, fill, rec)
-	return rec, nil
+	return rec, nil, nil
 }
 
 // get returns the record, or nil when it does not exist. suffix ends the
