@@ -109,7 +109,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred resourceapi.Crede
 		if !resourceapi.LooksLikeAPIKey(cred.Secret) {
 			return resourceapi.Account{}, errInvalidCredential
 		}
-		acct, err = a.store.AccountByAPIKey(ctx, resourceapi.HashToken(cred.Secret))
+		acct, err = a.store.AccountByAPIKey(ctx, resourceapi.HashTokenBytes(cred.Secret))
 	case resourceapi.SchemeBearer:
 		acct, stamp, err = a.bearer(ctx, cred.Secret)
 	case resourceapi.SchemeBasic:

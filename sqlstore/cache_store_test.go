@@ -176,7 +176,7 @@ func TestCachedAccountSurvivesSignUps(t *testing.T) {
 	createKey(secret)
 	lookup := func() resourceapi.Account {
 		t.Helper()
-		acct, err := db.AccountByAPIKey(ctx, resourceapi.HashToken(secret))
+		acct, err := db.AccountByAPIKey(ctx, resourceapi.HashTokenBytes(secret))
 		if err != nil {
 			t.Fatal(err)
 		}

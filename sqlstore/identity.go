@@ -66,13 +66,14 @@ type keyUser struct {
 const keyUserPrefix = "\x00key user "
 
 // AccountByAPIKey implements resourceapi.IdentityStore.
-func (s *Store) AccountByAPIKey(ctx context.Context, keyHash string) (resourceapi.Account, error) {
+func (s *Store) AccountByAPIKey(ctx context.Context, keyHash resourceapi.TokenHash) (resourceapi.Account, error) {
 	if err := ctx.Err(); err != nil {
 		return resourceapi.Account{}, err
 	}
-	// The cache's key is built on the stack: a hit makes no string of it.
-	var buf [len(keyUserPrefix) + 64]byte // a SHA-256 in hex
-	key := append(append(buf[:0], keyUserPrefix...), keyHash...)
+	// The cache's key is built on the stack: a hit makes no string of it,
+	// nor of the hash.
+	var buf [len(keyUserPrefix) + len(keyHash)]byte
+	key := append(append(buf[:0], keyUserPrefix...), keyHash[:]...)
 	v, ok, fill := s.cache.value(resourceapi.APIKeys, key)
 	if ok {
 		ku := v.(keyUser)
@@ -81,11 +82,11 @@ func (s *Store) AccountByAPIKey(ctx context.Context, keyHash string) (resourceap
 		return acct, err
 	}
 	read := func() (resourceapi.Account, error) {
-		return s.account(ctx, "k.key_hash = "+s.dialect.Placeholder(1), true, keyHash)
+		return s.account(ctx, "k.key_hash = "+s.dialect.Placeholder(1), true, string(keyHash[:]))
 	}
 	if s.accounts != nil && !fill.ok() {
-		var buf [len("key ") + 64]byte
-		return s.accounts.account(ctx, append(append(buf[:0], "key "...), keyHash...), read)
+		var buf [len("key ") + len(keyHash)]byte
+		return s.accounts.account(ctx, append(append(buf[:0], "key "...), keyHash[:]...), read)
 	}
 	acct, err := read()
 	if err == nil {

@@ -144,11 +144,11 @@ func testCredentials(t *testing.T, open opener) {
 			t.Fatalf("expires_at = %v, want %v", k["expires_at"], at)
 		}
 		key("FOREVER", nil)
-		acct, err := ids.AccountByAPIKey(timeout(t), resourceapi.HashToken("rak_EXPIRING"))
+		acct, err := ids.AccountByAPIKey(timeout(t), resourceapi.HashTokenBytes("rak_EXPIRING"))
 		if err != nil || !acct.ExpiresAt.Equal(at) {
 			t.Fatalf("AccountByAPIKey(expiring) ExpiresAt = %v, %v; want %v", acct.ExpiresAt, err, at)
 		}
-		acct, err = ids.AccountByAPIKey(timeout(t), resourceapi.HashToken("rak_FOREVER"))
+		acct, err = ids.AccountByAPIKey(timeout(t), resourceapi.HashTokenBytes("rak_FOREVER"))
 		if err != nil || !acct.ExpiresAt.IsZero() {
 			t.Fatalf("AccountByAPIKey(no expiry) ExpiresAt = %v, %v; want zero", acct.ExpiresAt, err)
 		}
@@ -157,7 +157,7 @@ func testCredentials(t *testing.T, open opener) {
 		if _, err := s.Update(timeout(t), resourceapi.APIKeys, k.ID(), resourceapi.Record{"expires_at": later}, nil); err != nil {
 			t.Fatalf("Update(expires_at) = %v", err)
 		}
-		acct, err = ids.AccountByAPIKey(timeout(t), resourceapi.HashToken("rak_EXPIRING"))
+		acct, err = ids.AccountByAPIKey(timeout(t), resourceapi.HashTokenBytes("rak_EXPIRING"))
 		if err != nil || !acct.ExpiresAt.Equal(later) {
 			t.Fatalf("AccountByAPIKey after the change: ExpiresAt = %v, %v; want %v", acct.ExpiresAt, err, later)
 		}

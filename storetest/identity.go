@@ -70,7 +70,7 @@ func testIdentity(t *testing.T, open opener) {
 	check("AccountByID", acct, err)
 	acct, err = ids.AccountByEmail(timeout(t), "ed@EXAMPLE.com")
 	check("AccountByEmail (other case)", acct, err)
-	acct, err = ids.AccountByAPIKey(timeout(t), resourceapi.HashToken("rak_TESTKEY"))
+	acct, err = ids.AccountByAPIKey(timeout(t), resourceapi.HashTokenBytes("rak_TESTKEY"))
 	check("AccountByAPIKey", acct, err)
 
 	acct, err = ids.AccountByID(timeout(t), plain.ID())
@@ -85,12 +85,12 @@ func testIdentity(t *testing.T, open opener) {
 	mustCode(t, err, resourceapi.CodeNotFound, "AccountByID(unknown)")
 	_, err = ids.AccountByEmail(timeout(t), "nobody@example.com")
 	mustCode(t, err, resourceapi.CodeNotFound, "AccountByEmail(unknown)")
-	_, err = ids.AccountByAPIKey(timeout(t), resourceapi.HashToken("rak_OTHER"))
+	_, err = ids.AccountByAPIKey(timeout(t), resourceapi.HashTokenBytes("rak_OTHER"))
 	mustCode(t, err, resourceapi.CodeNotFound, "AccountByAPIKey(unknown)")
 
 	// Deleting the user deletes its keys.
 	mustDelete(t, s, ed.ID())
-	_, err = ids.AccountByAPIKey(timeout(t), resourceapi.HashToken("rak_TESTKEY"))
+	_, err = ids.AccountByAPIKey(timeout(t), resourceapi.HashTokenBytes("rak_TESTKEY"))
 	mustCode(t, err, resourceapi.CodeNotFound, "AccountByAPIKey after the user's delete")
 }
 

@@ -1,0 +1,25 @@
+package resourceapi_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"testing"
+
+	"github.com/resourceapi/resourceapi"
+)
+
+// TestHashTokenBytes: the hash an API key is looked up by is HashToken's,
+// the hex of its SHA-256, as stored when the key was created.
+func TestHashTokenBytes(t *testing.T) {
+	for _, secret := range []string{"", "rak_TESTKEY", "rak_" + string(make([]byte, 300))} {
+		sum := sha256.Sum256([]byte(secret))
+		want := hex.EncodeToString(sum[:])
+		h := resourceapi.HashTokenBytes(secret)
+		if got := string(h[:]); got != want {
+			t.Errorf("HashTokenBytes(%q) = %s, want %s", secret, got, want)
+		}
+		if got := resourceapi.HashToken(secret); got != want {
+			t.Errorf("HashToken(%q) = %s, want %s", secret, got, want)
+		}
+	}
+}
