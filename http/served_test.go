@@ -27,20 +27,15 @@ const servedUsers = 20
 // servedGet serves the API on a store (open: mustSQLite, mustPostgres) over
 // a loopback listener, with the
 // middleware as serve wires them (API key, access log in slog's text format
-// through NewAccessLogHandler into io.Discard, the metrics observer, no rate
-// limiter) and an
+// through NewAccessLogHandler into io.Discard, the metrics observer) and an
 // http.Server with serve's timeouts, so that net/http's own work for each
 // request (reading it, the response's header map and its copy, the write)
 // is measured with ours. It returns a connection to it and the admin's API
 // key.
-func servedGet(tb testing.TB, open func(testing.TB, resourceapi.Clock) resourceapi.Store) (net.Conn, string) {
-	tb.Helper()
-	return servedGetWith(tb, open, nil)
-}
-
-// servedGetWith is servedGet with a rate limiter (serve's default), or
-// none when limiter is nil.
-func servedGetWith(tb testing.TB, open func(testing.TB, resourceapi.Clock) resourceapi.Store, limiter resourceapi.RateLimiter) (net.Conn, string) {
+//
+// limiter, when not nil, is the rate limiter (serve's default; none in
+// bench/peers.sh).
+func servedGet(tb testing.TB, open func(testing.TB, resourceapi.Clock) resourceapi.Store, limiter resourceapi.RateLimiter) (net.Conn, string) {
 	tb.Helper()
 	db := open(tb, nil)
 	cfg := testConfig(tb, db)
@@ -192,7 +187,7 @@ func TestServedGetOverTCPAllocations(t *testing.T) {
 				"\r\nX-Ratelimit-Limit: 1073741824\r\n", "\r\nX-Ratelimit-Remaining: ", "\r\nX-Ratelimit-Reset: "}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			conn, key := servedGetWith(t, mustSQLite, tc.limiter)
+			conn, key := servedGet(t, mustSQLite, tc.limiter)
 			g := newRawGets(t, conn, key)
 			for i := range 40 {
 				g.get(i) // the records and the account in their caches
@@ -246,7 +241,7 @@ func BenchmarkServedGetOverTCP(b *testing.B) {
 		limiter: inmem.NewRateLimiter(1<<30, time.Minute, inmem.Options{})})
 	for _, be := range runs {
 		b.Run(be.name, func(b *testing.B) {
-			conn, key := servedGetWith(b, be.open, be.limiter)
+			conn, key := servedGet(b, be.open, be.limiter)
 			g := newRawGets(b, conn, key)
 			for i := range 40 {
 				g.get(i)
