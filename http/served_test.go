@@ -41,7 +41,10 @@ func servedGet(tb testing.TB, open func(testing.TB, resourceapi.Clock) resourcea
 	cfg := testConfig(tb, db)
 	cfg.AccessLog = slog.New(rhttp.NewAccessLogHandler(io.Discard, nil, false))
 	cfg.Observer = metrics.New()
-	cfg.RateLimiter = limiter
+	if limiter != nil {
+		cfg.RateLimiter = limiter
+		tb.Cleanup(func() { limiter.(io.Closer).Close() }) // its sweeper
+	}
 	api := rhttp.NewServer(cfg)
 	c := &client{tb: tb, service: cfg.Service}
 	key := c.mustAccount("Test Admin", adminEmail, "admin")
