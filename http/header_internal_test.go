@@ -79,12 +79,12 @@ func TestHeaderValue(t *testing.T) {
 	}
 }
 
-// TestRateLimitHeaders compares setRateLimitHeaders, which formats the five
+// TestSetRateLimitHeaders compares setRateLimitHeaders, which formats the five
 // values into one string, with each header formatted on its own as before
 // it did: the same bytes for limits and remainders of any size, a spent or
 // overdrawn budget, windows of fractions of seconds and none, and a reset
 // in the past.
-func TestRateLimitHeaders(t *testing.T) {
+func TestSetRateLimitHeaders(t *testing.T) {
 	now := time.Date(2026, 11, 29, 16, 40, 0, 250e6, time.UTC)
 	for _, d := range []resourceapi.RateDecision{
 		{Allowed: true, Limit: 600, Remaining: 599, Window: time.Minute, Reset: now.Add(time.Second)},
