@@ -111,6 +111,42 @@ func TestIdentityVersion(t *testing.T) {
 	})
 }
 
+// TestIdentityTriggersNameTheirColumns: every row trigger that moves the
+// identity version on an UPDATE, under a WHEN, names the columns it compares
+// (migration 00043), so that an UPDATE of other columns skips it without
+// preparing its WHEN; TestIdentityVersion shows that it still fires on each
+// change that decides access.
+func TestIdentityTriggersNameTheirColumns(t *testing.T) {
+	db := mustAdmin(t, pgtest.Migrated(t))
+	rows, err := db.Query(`SELECT t.tgrelid::regclass::text, t.tgname, cardinality(t.tgattr)
+		FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
+		WHERE p.proname = 'identity_changed' AND NOT t.tgisinternal
+		AND t.tgtype & 16 <> 0 AND t.tgtype & 1 <> 0 AND t.tgqual IS NOT NULL
+		ORDER BY 1, 2`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var table, name string
+		var columns int
+		if err := rows.Scan(&table, &name, &columns); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if columns == 0 {
+			t.Errorf("%s's trigger %s fires on every UPDATE: name the columns its WHEN compares (UPDATE OF)", table, name)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n != 4 {
+		t.Errorf("%d identity triggers on UPDATE with a WHEN, want 4 (users_identity, users_identity_stamp, api_keys_identity, api_keys_identity_expiry)", n)
+	}
+}
+
 // TestWriteConfirmsIdentity: a write whose context asks it to confirm an
 // identity version (what the Service gives the write of a caller
 // authenticated from the accounts cache) commits while the database still
