@@ -171,9 +171,9 @@ type Outbox interface {
 	// again, before anything after it).
 	PublishEvents(ctx context.Context, limit int, publish func(context.Context, []Event) error) (int, error)
 
-	// PurgeEvents deletes at most limit events published before t, oldest
-	// first, and returns how many it deleted. Unpublished events are kept,
-	// however old.
+	// PurgeEvents deletes at most limit published events recorded before
+	// t, oldest first, and returns how many it deleted. Unpublished events
+	// are kept, however old.
 	PurgeEvents(ctx context.Context, before time.Time, limit int) (int, error)
 
 	// EventsWritten returns a channel that receives a value after this

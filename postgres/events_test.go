@@ -66,7 +66,7 @@ func (p countingPublisher) Publish(ctx context.Context, events []resourceapi.Eve
 
 // TestTwoRelays runs two instances on one database, each with its relay,
 // while both write: every event is published by exactly one relay (they
-// claim with SKIP LOCKED), all in id order, across batches and relays (each
+// take turns, each moving the outbox's cursor), all in id order, across batches and relays (each
 // publishes only up to its horizon, and one batch at a time), and
 // a subscriber gets every event once. Then an instance with no relay (as with
 // RESOURCEAPI_EVENTS_RELAY=off, or a command) writes, and the other's poll
@@ -197,7 +197,7 @@ func mustReceive(tb testing.TB, sub <-chan resourceapi.Event) resourceapi.Event 
 
 // flakyPublisher delivers to the hub and then fails, the first time: as a
 // relay that dies after publishing and before its transaction commits the
-// marks.
+// cursor's move.
 type flakyPublisher struct {
 	hub    *inmem.Hub
 	failed bool
@@ -215,7 +215,7 @@ func (p *flakyPublisher) Publish(ctx context.Context, events []resourceapi.Event
 }
 
 // TestRepublishedOnce has a relay publish a batch and then fail before its
-// marks commit: the events stay in the outbox, are published again, and the
+// cursor's move commits: the events stay in the outbox, are published again, and the
 // subscriber still gets each once.
 func TestRepublishedOnce(t *testing.T) {
 	db := mustOpen(t, pgtest.NewDatabase(t))

@@ -113,7 +113,7 @@ var (
 // soloExempt are the tables whose rows neither the record cache nor the
 // accounts read, so that they need no solo_guard.
 var soloExempt = []string{
-	"goose_db_version", "events", "events_purged", "identity_version", "idempotency_keys",
+	"goose_db_version", "events", "events_purged", "events_published", "identity_version", "idempotency_keys",
 	"webhooks", "webhook_deliveries", "webhook_attempts", "oauth_codes", "oauth_refresh_families",
 	"oauth_refresh_tokens", "settings", "retired_ids",
 }

@@ -51,8 +51,9 @@ type Config struct {
 	// another instance that died before publishing, or whose relay is off).
 	// 0 is DefaultPoll.
 	Poll time.Duration
-	// Retention is how long published events stay in the outbox before they
-	// are purged; 0 is DefaultRetention.
+	// Retention is how long events stay in the outbox, from their
+	// recording, before they are purged once published; 0 is
+	// DefaultRetention.
 	Retention time.Duration
 	// Timeout bounds the publication of one batch (reading, publishing and
 	// marking it); 0 is DefaultTimeout.
@@ -211,7 +212,8 @@ func (r *Relay) publish(ctx context.Context, events []resourceapi.Event) error {
 	return err
 }
 
-// purge deletes the events published before cutoff, a batch at a time.
+// purge deletes the published events recorded before cutoff, a batch at a
+// time.
 func (r *Relay) purge(ctx context.Context, cutoff time.Time) {
 	for ctx.Err() == nil {
 		pctx, cancel := context.WithTimeout(ctx, r.timeout)

@@ -188,10 +188,11 @@ func TestNormalizeEmailsMigration(t *testing.T) {
 		`UPDATE users SET email = '`+nfd+`', email_key = '`+strings.ToLower(nfd)+`' WHERE id = `+strconv.FormatInt(ids[0], 10),
 		`UPDATE users SET email = '`+nfc+`', email_key = '`+strings.ToLower(nfc)+`' WHERE id = `+strconv.FormatInt(ids[1], 10),
 		`UPDATE users SET email = '`+upperNF+`', email_key = '`+strings.ToLower(upperNF)+`' WHERE id = `+strconv.FormatInt(ids[2], 10),
-		// As migration 9 left it: without what migrations 11, 12, 15, 20 and 30 add.
+		// As migration 9 left it: without what migrations 11, 12, 15, 20, 30 and 47 add (47 drops an index 6 made).
 		`ALTER TABLE events DROP COLUMN alias`, `ALTER TABLE events DROP COLUMN actor`, `DROP TABLE events_purged`,
 		`DROP TABLE webhook_attempts`, `DROP INDEX events_unhooked`, `ALTER TABLE events DROP COLUMN hooked_at`, `DROP TABLE webhook_deliveries`, `DROP TABLE webhooks`,
 		`DROP TABLE idempotency_keys`,
+		`DROP TABLE events_published`, `CREATE INDEX events_unpublished ON events (id) WHERE published_at IS NULL`,
 		`DELETE FROM goose_db_version WHERE version_id >= 10`)
 
 	db = mustOpenPath(t, path)
@@ -239,7 +240,8 @@ func TestServiceUsersMigration(t *testing.T) {
 	mustExec(t, path, "DROP INDEX users_service", "ALTER TABLE users DROP COLUMN service",
 		"ALTER TABLE events DROP COLUMN alias", "ALTER TABLE events DROP COLUMN actor", "DROP TABLE events_purged",
 		"DROP TABLE webhook_attempts", "DROP INDEX events_unhooked", "ALTER TABLE events DROP COLUMN hooked_at", "DROP TABLE webhook_deliveries", "DROP TABLE webhooks",
-		"DROP TABLE idempotency_keys", "DELETE FROM goose_db_version WHERE version_id >= 9")
+		"DROP TABLE idempotency_keys", "DROP TABLE events_published", "CREATE INDEX events_unpublished ON events (id) WHERE published_at IS NULL",
+		"DELETE FROM goose_db_version WHERE version_id >= 9")
 	db = mustOpenPath(t, path)
 	u, err := db.Get(ctx, resourceapi.Users, client["user_id"].(int64))
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,12 +76,15 @@ func (s *Store) EventsWritten() <-chan struct{} { return s.events }
 
 // PublishEvents implements resourceapi.Outbox.
 //
-// Where relays on several instances share the database (the dialect has
-// SkipLocked), one transaction waits for the other relays' (Lock(LockPublish)),
-// claims the oldest unpublished events, publishes them and marks them, so
-// that each event is published by one relay at a time, and every batch
-// after the last in id order; a relay that dies before its commit releases
-// its claim, and another publishes the events again.
+// What is published is every event up to an id, the outbox's cursor (the
+// row of events_published, migration 00047): the relays publish in id
+// order, and only final events. Where relays on several instances share
+// the database (the dialect has SkipLocked), one transaction waits for the
+// other relays' (Lock(LockPublish)), reads the events after the cursor up
+// to the horizon, publishes them and moves the cursor past them, so that
+// each event is published by one relay at a time, and every batch after
+// the last in id order; a relay that dies before its commit leaves the
+// cursor where it was, and another publishes the events again.
 //
 // Otherwise (SQLite) one process relays: see readAndPublish.
 func (s *Store) PublishEvents(ctx context.Context, limit int, publish func(context.Context, []resourceapi.Event) error) (int, error) {
@@ -91,8 +93,8 @@ func (s *Store) PublishEvents(ctx context.Context, limit int, publish func(conte
 	}
 	var published int
 	var err error
-	if lock := s.dialect.SkipLocked(); lock != "" {
-		published, err = s.claimAndPublish(ctx, limit, lock, publish)
+	if s.dialect.SkipLocked() != "" {
+		published, err = s.claimAndPublish(ctx, limit, publish)
 	} else {
 		published, err = s.readAndPublish(ctx, limit, publish)
 	}
@@ -117,7 +119,7 @@ const markTimeout = 10 * time.Second
 // whatever ctx does, within markTimeout: a relay stopped between publishing
 // and committing would otherwise leave them unmarked, for another relay to
 // publish again.
-func (s *Store) claimAndPublish(ctx context.Context, limit int, lock string, publish func(context.Context, []resourceapi.Event) error) (int, error) {
+func (s *Store) claimAndPublish(ctx context.Context, limit int, publish func(context.Context, []resourceapi.Event) error) (int, error) {
 	// Where ids may commit out of order, first the horizon: every event up
 	// to it is final, so the batch below has no gap that a commit still in
 	// flight would fill in after it was published.
@@ -152,14 +154,18 @@ func (s *Store) claimAndPublish(ctx context.Context, limit int, lock string, pub
 				return err
 			}
 		}
-		events, err := s.pendingEvents(ctx, tx, limit, 0, through, lock)
+		// The cursor is read under the lock, in the claim's statement: the
+		// last relay's commit moved it before it released the lock.
+		events, err := s.pendingEvents(ctx, tx, limit, -1, through)
 		if err != nil || len(events) == 0 {
 			return err
 		}
 		if err := publish(ctx, events); err != nil {
 			return publishError{err}
 		}
-		if err := s.markPublished(committing, tx, events); err != nil {
+		// With the COMMIT where the transaction can: the relay's claim is
+		// then two round trips, the claiming SELECT (with BEGIN) and this.
+		if err := s.markPublished(committing, tx, events[len(events)-1].ID, true); err != nil {
 			return err
 		}
 		published = len(events)
@@ -174,10 +180,11 @@ const markEvery = time.Second
 
 // serialOutbox is the relay's place in an outbox that one process relays:
 // the last event it published, and the last one marked published in the
-// database.
+// database (the cursor), once read from there (loaded).
 type serialOutbox struct {
-	mu   sync.Mutex
-	last int64
+	mu     sync.Mutex
+	loaded bool
+	last   int64
 	// published is last, for OutboxState, which must not wait for mu
 	// while a batch is being published.
 	published atomic.Int64
@@ -204,8 +211,15 @@ func (s *Store) readAndPublish(ctx context.Context, limit int, publish func(cont
 	defer s.serial.mu.Unlock()
 	var events []resourceapi.Event
 	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
+		if !s.serial.loaded {
+			var through int64
+			if err := q.QueryRowContext(ctx, "SELECT through FROM events_published").Scan(&through); err != nil {
+				return err
+			}
+			s.serial.last, s.serial.marked, s.serial.loaded = max(s.serial.last, through), through, true
+		}
 		var err error
-		events, err = s.pendingEvents(ctx, q, limit, s.serial.last, -1, "")
+		events, err = s.pendingEvents(ctx, q, limit, s.serial.last, -1)
 		return err
 	})
 	if err != nil {
@@ -236,10 +250,7 @@ func (s *Store) markSerial(ctx context.Context, then func(context.Context, Tx) e
 	}
 	err := s.writer.Write(ctx, func(ctx context.Context, tx Tx) error {
 		if last > s.serial.marked {
-			q := s.newQuery()
-			q.WriteString("UPDATE events SET published_at = " + q.Arg(resourceapi.Timestamp(s.now())) +
-				" WHERE published_at IS NULL AND id <= " + q.Arg(last))
-			if _, err := tx.ExecContext(ctx, q.String(), q.args...); err != nil {
+			if err := s.markPublished(ctx, tx, last, false); err != nil {
 				return fmt.Errorf("mark published: %w", err)
 			}
 		}
@@ -273,18 +284,26 @@ type publishError struct{ err error }
 
 func (e publishError) Error() string { return e.err.Error() }
 
-// pendingEvents reads the oldest unpublished events after id after and up
-// to through (the horizon; -1 for no bound), at most limit, in id order;
-// suffix ends the query (the clause that claims them).
-func (s *Store) pendingEvents(ctx context.Context, q Querier, limit int, after, through int64, suffix string) ([]resourceapi.Event, error) {
-	args := []any{after, limit}
-	bound := ""
-	if through >= 0 {
-		bound = " AND id <= " + s.dialect.Placeholder(3)
-		args = append(args, through)
+// publishedThrough is the outbox's cursor: every event up to it is
+// published (migration 00047).
+const publishedThrough = "(SELECT through FROM events_published)"
+
+// pendingEvents reads the oldest events after id after (-1: after the
+// cursor, read in the same statement) and up to through (the horizon; -1
+// for no bound), at most limit, in id order.
+func (s *Store) pendingEvents(ctx context.Context, q Querier, limit int, after, through int64) ([]resourceapi.Event, error) {
+	b := s.newQuery()
+	b.WriteString("SELECT " + eventColumns + " FROM events WHERE id > ")
+	if after < 0 {
+		b.WriteString(publishedThrough)
+	} else {
+		b.WriteString(b.Arg(after))
 	}
-	rows, err := q.QueryContext(ctx, "SELECT "+eventColumns+" FROM events WHERE published_at IS NULL AND id > "+
-		s.dialect.Placeholder(1)+bound+" ORDER BY id LIMIT "+s.dialect.Placeholder(2)+suffix, args...)
+	if through >= 0 {
+		b.WriteString(" AND id <= " + b.Arg(through))
+	}
+	b.WriteString(" ORDER BY id LIMIT " + b.Arg(int64(limit)))
+	rows, err := q.QueryContext(ctx, b.String(), b.args...)
 	if err != nil {
 		return nil, err
 	}
@@ -317,24 +336,15 @@ func scanEvents(rows Rows) ([]resourceapi.Event, error) {
 	return events, rows.Err()
 }
 
-// markPublished marks events published. The ids go in an IN list padded to
-// a power of two (repeating the last id), so that a connection's statement
-// cache holds a handful of these statements, not one per batch size.
-func (s *Store) markPublished(ctx context.Context, tx Tx, events []resourceapi.Event) error {
-	q := s.newQuery()
-	q.WriteString("UPDATE events SET published_at = " + q.Arg(resourceapi.Timestamp(s.now())) + " WHERE id IN (")
-	n := 1
-	for n < len(events) {
-		n *= 2
+// markPublished moves the outbox's cursor to through; atCommit: with the
+// COMMIT, where the transaction can send it there.
+func (s *Store) markPublished(ctx context.Context, tx Tx, through int64, atCommit bool) error {
+	mark := "UPDATE events_published SET through = " + s.dialect.Placeholder(1) + " WHERE through < " + s.dialect.Placeholder(2)
+	if atCommit {
+		return execAtCommit(ctx, tx, mark, through, through)
 	}
-	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = q.Arg(events[min(i, len(events)-1)].ID)
-	}
-	q.WriteString(strings.Join(ids, ", ") + ")")
-	// With the COMMIT where the transaction can: the relay's claim is then
-	// two round trips, the claiming SELECT (with BEGIN) and this.
-	return execAtCommit(ctx, tx, q.String(), q.args...)
+	_, err := tx.ExecContext(ctx, mark, through, through)
+	return err
 }
 
 // PurgeEvents implements resourceapi.Outbox. Where relays on several
@@ -347,8 +357,8 @@ func (s *Store) PurgeEvents(ctx context.Context, before time.Time, limit int) (i
 	var n int64
 	purge := func(ctx context.Context, tx Tx) error {
 		q := s.newQuery()
-		q.WriteString("DELETE FROM events WHERE id IN (SELECT id FROM events WHERE published_at < " + q.Arg(resourceapi.Timestamp(before)) +
-			" ORDER BY id LIMIT " + q.Arg(int64(limit)) + s.dialect.SkipLocked() + ") RETURNING id")
+		q.WriteString("DELETE FROM events WHERE id IN (SELECT id FROM events WHERE id <= " + publishedThrough +
+			" AND created_at < " + q.Arg(resourceapi.Timestamp(before)) + " ORDER BY id LIMIT " + q.Arg(int64(limit)) + s.dialect.SkipLocked() + ") RETURNING id")
 		rows, err := tx.QueryContext(ctx, q.String(), q.args...)
 		if err != nil {
 			return err

@@ -8,9 +8,8 @@ import (
 	"github.com/resourceapi/resourceapi"
 )
 
-// OutboxState implements resourceapi.OutboxStater: two statements on the
-// outbox's indexes (the primary key, and the index of unpublished events,
-// as small as the backlog).
+// OutboxState implements resourceapi.OutboxStater: statements on the
+// outbox's primary key, the backlog being the events after the cursor.
 func (s *Store) OutboxState(ctx context.Context) (resourceapi.OutboxState, error) {
 	var st resourceapi.OutboxState
 	// Where one process relays (SQLite), the events it published and has
@@ -26,9 +25,13 @@ func (s *Store) OutboxState(ctx context.Context) (resourceapi.OutboxState, error
 			return err
 		}
 		st.Last = last.Int64
+		var through int64
+		if err := q.QueryRowContext(ctx, "SELECT through FROM events_published").Scan(&through); err != nil {
+			return err
+		}
 		var oldest sql.NullInt64
-		err := q.QueryRowContext(ctx, "SELECT COUNT(*), MIN(id) FROM events WHERE published_at IS NULL AND id > "+
-			s.dialect.Placeholder(1), after).Scan(&st.Pending, &oldest)
+		err := q.QueryRowContext(ctx, "SELECT COUNT(*), MIN(id) FROM events WHERE id > "+
+			s.dialect.Placeholder(1), max(after, through)).Scan(&st.Pending, &oldest)
 		if err != nil || !oldest.Valid {
 			return err
 		}

@@ -222,7 +222,7 @@ func published(t testing.TB, url string, id int64) bool {
 	}
 	defer db.Close()
 	var published bool
-	err = db.QueryRow("SELECT published_at IS NOT NULL FROM events WHERE resource = 'users' AND record_id = $1", id).Scan(&published)
+	err = db.QueryRow("SELECT id <= (SELECT through FROM events_published) FROM events WHERE resource = 'users' AND record_id = $1", id).Scan(&published)
 	if err != nil {
 		t.Fatalf("the event of user %d: %v", id, err)
 	}
