@@ -262,11 +262,16 @@ func stopped(err *gqlerror.Error, ext map[string]any) *graphql.Response {
 // subscription) within a fresh budget and fresh loaders, and replaces it
 // with its budget's error when the budget stopped it.
 func (h *Handler) aroundResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	return h.respond(ctx, graphql.GetOperationContext(ctx).Operation, next)
+}
+
+// respond is aroundResponse for a response of op.
+func (h *Handler) respond(ctx context.Context, op *ast.OperationDefinition, next graphql.ResponseHandler) *graphql.Response {
 	// Fresh loaders for every response: per request, and per event of a
 	// subscription, so nothing read for one is served to another.
 	ctx, b := withResponse(ctx, h.cfg.MaxRecords, h.cfg.MaxResponseBytes, h.cfg.Service)
 	resp := next(ctx)
-	if op := graphql.GetOperationContext(ctx); op.Operation != nil && op.Operation.Operation != ast.Subscription {
+	if op != nil && op.Operation != ast.Subscription {
 		// A request's caller pays for what its response cost beyond the
 		// one request its rate limit counted: one request per
 		// ChargeUnit of response built or refused. A subscription's events
@@ -314,6 +319,15 @@ func (f fieldBudget) MutateOperationContext(_ context.Context, oc *graphql.Opera
 // field's final value, without the checks of its type, so a non-null field
 // answers null too (the response is dropped anyway).
 func (h *Handler) aroundField(ctx context.Context, next graphql.Resolver) (any, error) {
+	alias := ""
+	if fc := graphql.GetFieldContext(ctx); fc != nil {
+		alias = fc.Field.Alias
+	}
+	return chargeField(ctx, alias, next)
+}
+
+// chargeField is aroundField for a field under the response key alias.
+func chargeField(ctx context.Context, alias string, next graphql.Resolver) (any, error) {
 	b := budgetFrom(ctx)
 	if b == nil {
 		return next(ctx)
@@ -325,11 +339,7 @@ func (h *Handler) aroundField(ctx context.Context, next graphql.Resolver) (any, 
 	if err != nil {
 		return res, err
 	}
-	n := valueBytes(res) + 4 // "":,
-	if fc := graphql.GetFieldContext(ctx); fc != nil {
-		n += len(fc.Field.Alias)
-	}
-	if !b.charge(n) {
+	if !b.charge(valueBytes(res) + 4 + len(alias)) { // "":,
 		return graphql.Null, nil
 	}
 	return res, nil

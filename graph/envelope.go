@@ -16,12 +16,15 @@ import (
 // other body, which fromBody decodes with encoding/json as before: nested
 // values, escapes, other or repeated members, a name in other case, other
 // types, anything malformed. body is valid UTF-8.
-func parseEnvelope(body []byte) (p *graphql.RawParams, ok bool) {
+//
+// The query is returned as its bytes in body, and p.Query left as it was:
+// the caller makes it a string, or takes the text it keeps of a document
+// it knows (fastPlans), which saves a copy of the document per request.
+func parseEnvelope(body []byte, p *graphql.RawParams) (query []byte, ok bool) {
 	s := scanner{b: body}
 	if !s.byte('{') {
 		return nil, false
 	}
-	p = &graphql.RawParams{}
 	var seen [4]bool
 	hasQuery := false
 	if !s.byte('}') {
@@ -38,7 +41,7 @@ func parseEnvelope(body []byte) (p *graphql.RawParams, ok bool) {
 				if !ok {
 					return nil, false
 				}
-				p.Query, hasQuery = string(q), true
+				query, hasQuery = q, true
 			case "operationName":
 				i = 1
 				if !s.null() {
@@ -75,10 +78,10 @@ func parseEnvelope(body []byte) (p *graphql.RawParams, ok bool) {
 		}
 	}
 	s.space()
-	if s.i != len(s.b) || !hasQuery || p.Query == "" {
+	if s.i != len(s.b) || !hasQuery || len(query) == 0 {
 		return nil, false
 	}
-	return p, true
+	return query, true
 }
 
 // scanner reads JSON from b at i.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 
+	"github.com/99designs/gqlgen/graphql"
+
 	"github.com/resourceapi/resourceapi"
 )
 
@@ -63,11 +65,12 @@ func Collected(h *Handler) int64 { return h.fields.collected.Load() }
 // ParseEnvelope is parseEnvelope: the parameters of a POST body in the
 // common shape, or ok false.
 func ParseEnvelope(body []byte) (query, operationName string, variables, extensions map[string]any, ok bool) {
-	p, ok := parseEnvelope(body)
+	var p graphql.RawParams
+	q, ok := parseEnvelope(body, &p)
 	if !ok {
 		return "", "", nil, nil, false
 	}
-	return p.Query, p.OperationName, p.Variables, p.Extensions, true
+	return string(q), p.OperationName, p.Variables, p.Extensions, true
 }
 
 // SetFastPath turns h's fast path (fast.go) on or off: off, every
@@ -76,6 +79,9 @@ func SetFastPath(h *Handler, on bool) { h.fast.off.Store(!on) }
 
 // FastAnswered returns how many operations h's fast path answered.
 func FastAnswered(h *Handler) int64 { return h.fast.answered.Load() }
+
+// FastPlanned returns how many operations h answered by a plan (plan.go).
+func FastPlanned(h *Handler) int64 { return h.fast.planned.Load() }
 
 // FastRoots returns the fields of Query that h's fast path answers, sorted.
 func FastRoots(h *Handler) []string {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
 )
 
 // The fast path: a query that reads one record by id, or the caller's
@@ -277,15 +278,18 @@ func fastID(f *ast.Field, vars map[string]any) (id string, ok bool) {
 }
 
 // fastState is whether the fast path is off (tests turn it off to compare
-// with gqlgen's answers), and how many operations it answered.
+// with gqlgen's answers), and how many operations it answered, and of
+// them by a plan (plan.go).
 type fastState struct {
 	off      atomic.Bool
 	answered atomic.Int64
+	planned  atomic.Int64
 }
 
 // dispatchFast answers opCtx by the fast path when it has its shape, as
 // exec.DispatchOperation and the response handler it returns would; ok is
-// false when it did nothing.
+// false when it did nothing. An operation it answers becomes a fastPlan
+// when it can be one.
 func (h *Handler) dispatchFast(ctx context.Context, oc *graphql.OperationContext) (resp *graphql.Response, ok bool) {
 	if h.fast.off.Load() || ctx.Err() != nil {
 		return nil, false
@@ -300,74 +304,115 @@ func (h *Handler) dispatchFast(ctx context.Context, oc *graphql.OperationContext
 			return nil, false
 		}
 	}
+	h.plans.keep(h, oc, f, root)
+	return h.runFast(ctx, oc, f, root, id), true
+}
+
+// runFast is DispatchOperation and its response handler for an operation
+// of the fast path's shape: the operation middleware (the observer), then
+// the response middleware (respond: the budget and the loaders), then the
+// root field (execOne). None of them reads the operation from the context,
+// so it is not put there: only an error puts the contexts gqlgen's would
+// have in place (fastErrors).
+func (h *Handler) runFast(ctx context.Context, oc *graphql.OperationContext, f *ast.Field, root *fastRoot, id string) *graphql.Response {
 	h.fast.answered.Add(1)
-	// DispatchOperation: the operation context, the operation middleware
-	// (the observer), then the response handler.
-	ctx = graphql.WithOperationContext(ctx, oc)
-	respond := func(ctx context.Context) *graphql.Response {
-		if ctx.Err() != nil {
-			return nil // as DispatchOperation's handler does
-		}
-		return h.aroundResponse(ctx, func(ctx context.Context) *graphql.Response {
+	var rep report
+	if h.observer != nil {
+		ctx, rep = h.observer.begin(ctx, oc)
+	}
+	var resp *graphql.Response
+	if ctx.Err() == nil { // else nil, as DispatchOperation's handler answers
+		resp = h.respond(ctx, oc.Operation, func(ctx context.Context) *graphql.Response {
 			return h.execOne(ctx, oc, f, root, id)
 		})
 	}
-	if h.observer == nil {
-		return respond(ctx), true
+	if h.observer != nil {
+		rep.end(resp)
 	}
-	inner := ctx
-	responses := h.observer.InterceptOperation(ctx, func(ctx context.Context) graphql.ResponseHandler {
-		inner = ctx
-		return respond
-	})
-	return responses(inner), true
+	return resp
+}
+
+// fastErrors puts in place, for the first error of a fast path's response,
+// the contexts gqlgen runs the root field in (the operation, a response
+// context with the presenter and recover function, the field contexts of
+// Query and of the field), so that gqlgen's own functions add the error on
+// the field's path and present it as under gqlgen. A response without an
+// error never makes them: nothing else the fast path runs reads them (the
+// one-record resolvers read the caller and the budget, and aroundField,
+// which reads the field's alias, is called as chargeField with it).
+type fastErrors struct {
+	h    *Handler
+	ctx  context.Context // the response's (with its budget)
+	oc   *graphql.OperationContext
+	f    *ast.Field
+	rctx context.Context // the response context, once made
+	fctx context.Context // the root field's context, once made
+}
+
+// field returns the root field's context, made on the first call.
+func (e *fastErrors) field() context.Context {
+	if e.fctx == nil {
+		ctx := graphql.WithOperationContext(e.ctx, e.oc)
+		e.rctx = graphql.WithResponseContext(ctx, e.h.presenter, e.h.recoverPanic)
+		qctx := graphql.WithFieldContext(e.rctx, &graphql.FieldContext{Object: "Query"})
+		field := graphql.CollectedField{Field: e.f, Selections: e.f.SelectionSet}
+		// Args stays nil: only gqlgen's generated resolver call reads it.
+		fc := &graphql.FieldContext{Object: "Query", Field: field, IsMethod: true, IsResolver: true}
+		e.fctx = graphql.WithFieldContext(qctx, fc)
+	}
+	return e.fctx
+}
+
+// errors returns the errors added to the response.
+func (e *fastErrors) errors() gqlerror.List {
+	if e.rctx == nil {
+		return nil
+	}
+	return graphql.GetErrors(e.rctx)
 }
 
 // execOne is what gqlgen's Exec and _Query do for the operation: the
 // root field under a field context of Query, its value marshaled, the
 // errors its field added.
 func (h *Handler) execOne(ctx context.Context, oc *graphql.OperationContext, f *ast.Field, root *fastRoot, id string) *graphql.Response {
-	rctx := graphql.WithResponseContext(ctx, h.presenter, h.recoverPanic)
-	qctx := graphql.WithFieldContext(rctx, &graphql.FieldContext{Object: "Query"})
-	field := graphql.CollectedField{Field: f, Selections: f.SelectionSet}
-	// Args stays nil: only gqlgen's generated resolver call reads it.
-	fc := &graphql.FieldContext{Object: "Query", Field: field, IsMethod: true, IsResolver: true}
-	fctx := graphql.WithFieldContext(qctx, fc)
-
+	errs := fastErrors{h: h, ctx: ctx, oc: oc, f: f}
 	data := make([]byte, 0, 128)
 	data = append(data, '{')
 	data = appendQuoted(data, f.Alias)
 	data = append(data, ':')
-	res := h.resolveOne(fctx, oc, root, id)
+	res := h.resolveOne(ctx, &errs, root, id)
 	switch o := res.(type) {
 	case fastModel:
-		data = h.appendObject(fctx, oc, data, f.SelectionSet, root, o, nil)
+		data = h.appendObject(ctx, &errs, data, f.SelectionSet, root, o, nil)
 	case map[string]any:
-		data = h.appendObject(fctx, oc, data, f.SelectionSet, root, nil, o)
+		data = h.appendObject(ctx, &errs, data, f.SelectionSet, root, nil, o)
 	default:
 		data = append(data, "null"...)
 	}
 	data = append(data, '}')
-	return &graphql.Response{Data: data, Errors: graphql.GetErrors(rctx)}
+	return &graphql.Response{Data: data, Errors: errs.errors()}
 }
 
 // resolveOne is gqlgen's resolveField for the root field (Query.user,
 // Query.product, Query.me, ...): the resolver through the operation's
-// ResolverMiddleware (aroundField), a panic or an error added to the
-// response's errors. It returns the object (a non-nil model or map), or
-// nil for null.
-func (h *Handler) resolveOne(ctx context.Context, oc *graphql.OperationContext, root *fastRoot, id string) (o any) {
+// ResolverMiddleware (aroundField, called as chargeField with the field's
+// alias), a panic or an error added to the response's errors. It returns
+// the object (a non-nil model or map), or nil for null.
+func (h *Handler) resolveOne(ctx context.Context, errs *fastErrors, root *fastRoot, id string) (o any) {
+	oc := errs.oc
 	defer func() {
 		if r := recover(); r != nil {
-			oc.Error(ctx, oc.Recover(ctx, r))
+			fctx := errs.field()
+			oc.Error(fctx, oc.Recover(fctx, r))
 			o = nil
 		}
 	}()
-	res, err := oc.ResolverMiddleware(ctx, func(ctx context.Context) (any, error) {
+	res, err := chargeField(ctx, errs.f.Alias, func(ctx context.Context) (any, error) {
 		return root.resolve(ctx, queryResolver{h.root}, id)
 	})
 	if err != nil {
-		oc.Error(ctx, graphql.AddFieldLocationToError(ctx, err))
+		fctx := errs.field()
+		oc.Error(fctx, graphql.AddFieldLocationToError(fctx, err))
 		return nil
 	}
 	if res == nil {
@@ -386,13 +431,13 @@ func (h *Handler) resolveOne(ctx context.Context, oc *graphql.OperationContext, 
 		// replaced by its error (aroundResponse).
 		return nil
 	}
-	graphql.AddErrorf(ctx, `unexpected type %T from middleware/directive chain, should be %T`, res, root.zero)
+	graphql.AddErrorf(errs.field(), `unexpected type %T from middleware/directive chain, should be %T`, res, root.zero)
 	return nil
 }
 
 // appendObject appends the selected fields of the object (a model or a
 // map) as gqlgen's _User, _Product... write them.
-func (h *Handler) appendObject(ctx context.Context, oc *graphql.OperationContext, data []byte, sel ast.SelectionSet, root *fastRoot, model fastModel, obj map[string]any) []byte {
+func (h *Handler) appendObject(ctx context.Context, errs *fastErrors, data []byte, sel ast.SelectionSet, root *fastRoot, model fastModel, obj map[string]any) []byte {
 	b := budgetFrom(ctx)
 	data = append(data, '{')
 	for i, s := range sel {
@@ -406,7 +451,7 @@ func (h *Handler) appendObject(ctx context.Context, oc *graphql.OperationContext
 			data = appendQuoted(data, root.typ)
 			continue
 		}
-		data = h.scalarField(ctx, oc, b, data, c, root, model, obj)
+		data = h.scalarField(errs, b, data, c, root, model, obj)
 	}
 	return append(data, '}')
 }
@@ -426,8 +471,9 @@ var fastPointer int
 // path, and the field is null. gqlgen's fields of these types are null
 // without making their object null: a null of a non-null field here only
 // comes with the budget's error, which replaces the response.
-func (h *Handler) scalarField(ctx context.Context, oc *graphql.OperationContext, b *budget, data []byte, c *ast.Field, root *fastRoot, model fastModel, obj map[string]any) (out []byte) {
+func (h *Handler) scalarField(errs *fastErrors, b *budget, data []byte, c *ast.Field, root *fastRoot, model fastModel, obj map[string]any) (out []byte) {
 	sc := root.fields[c.Name]
+	oc := errs.oc
 	fieldCtx := func() context.Context {
 		child := childLeafString
 		switch sc.kind {
@@ -439,7 +485,7 @@ func (h *Handler) scalarField(ctx context.Context, oc *graphql.OperationContext,
 			child = childLeafBoolean
 		}
 		fc, _ := newScalarFieldContext(root.typ, graphql.CollectedField{Field: c, Selections: c.SelectionSet}, sc.method, false, child)
-		return graphql.WithFieldContext(ctx, fc)
+		return graphql.WithFieldContext(errs.field(), fc)
 	}
 	mark := len(data)
 	defer func() {

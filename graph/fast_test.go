@@ -342,6 +342,25 @@ func fastCases(id string) []fastCase {
 		{query: `query($id: ID!) { user(id: $id) { name } }`, fast: 0},
 		{query: `{ user(id: 3) { name } }`, fast: 1},
 		{query: `{ user(id: 3.5) { name } }`, fast: 0},
+		// A document the fast path answered has a plan (plan.go): the
+		// variables it does not coerce itself go to gqlgen, which coerces
+		// or refuses them, and undeclared ones are ignored.
+		q(`query($id: ID!) { user(id: $id) { email } }`, 1),
+		{query: `query($id: ID!) { user(id: $id) { email } }`, vars: map[string]any{"id": id, "other": "x"}, fast: 1},
+		{query: `query($id: ID!) { user(id: $id) { email } }`, vars: map[string]any{"ID": id}, fast: 0},
+		{query: `query($id: ID!) { user(id: $id) { email } }`, vars: map[string]any{"id": nil}, fast: 0},
+		{query: `query($id: ID!) { user(id: $id) { email } }`, vars: map[string]any{"id": []any{id}}, fast: 0},
+		{query: `query($id: ID!) { user(id: $id) { email } }`, vars: map[string]any{"id": map[string]any{"id": id}}, fast: 0},
+		{query: `query($id: ID!) { user(id: $id) { email } }`, vars: map[string]any{"id": json.Number("3")}, fast: 1},
+		{query: `query($id: ID!) { user(id: $id) { email } }`, vars: map[string]any{}, fast: 0},
+		{query: `query($id: ID!) { user(id: $id) { email } }`, op: "Other", vars: map[string]any{"id": id}, fast: 0},
+		{query: `query($id: ID!) { user(id: $id) { email } }`, get: true, vars: map[string]any{"id": id}, fast: 1},
+		{query: `{ user(id: 4) { email } }`, fast: 1},
+		{query: `{ user(id: 4) { email } }`, vars: map[string]any{"id": id}, fast: 1},
+		{query: `{ user(id: 4) { email } }`, vars: map[string]any{}, fast: 1},
+		{query: `query($id: ID) { user(id: $id) { email } }`, fast: 0},
+		{query: `query($id: ID! = "3") { user(id: $id) { email } }`, fast: 1},
+		{query: `query($id: ID! = "3") { user(id: $id) { email } }`, vars: map[string]any{"id": id}, fast: 1},
 	}
 }
 
@@ -537,7 +556,10 @@ func TestFastPathAsGqlgen(t *testing.T) {
 			for _, c := range fastMeCases()[2:4] {
 				sweep(c, rig.callers[6])
 			}
-			t.Logf("%d requests, %d on the fast path", total, fastN)
+			if n := graph.FastPlanned(rig.servers[0].gql); n == 0 {
+				t.Errorf("no request was answered by a plan")
+			}
+			t.Logf("%d requests, %d on the fast path, %d of them by a plan on the first server", total, fastN, graph.FastPlanned(rig.servers[0].gql))
 		})
 	}
 }

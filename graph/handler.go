@@ -209,6 +209,8 @@ type Handler struct {
 	fast     fastState
 	// fastRoots are the fields of Query the fast path answers.
 	fastRoots map[string]*fastRoot
+	// plans are the documents the fast path answered (fastPlan).
+	plans fastPlans
 }
 
 //go:embed schema/*.graphqls
@@ -248,6 +250,7 @@ func New(cfg Options) *Handler {
 	srv.SetRecoverFunc(h.recoverPanic)
 	h.costs = newComplexityLimit(cfg.ComplexityLimit, costs, 2*cfg.QueryCacheSize)
 	h.fields = newFieldsCache(2 * cfg.QueryCacheSize)
+	h.plans.max = 2 * cfg.QueryCacheSize
 	use := func(e graphql.HandlerExtension) {
 		if _, ok := e.(graphql.FieldInterceptor); ok {
 			panic(fmt.Sprintf("graph.New: %T is a field middleware, which fieldBudget would leave out", e))
@@ -398,7 +401,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // (graphql.StartOperationTrace), the upgrade to wsTransport and anything
 // else to httpTransport, and a panic that escapes either answered 500 with
 // the error presented. httpTransport is handed the context rather than a
-// copy of the request that holds it.
+// copy of the request that holds it, and sets the start time itself once
+// it has read the request, when it hands the operation to gqlgen (an
+// operation of a fastPlan does not read it).
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		if err := recover(); err != nil {
@@ -409,12 +414,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 			w.Write(b)
 		}
 	}()
-	ctx := graphql.StartOperationTrace(r.Context())
 	if ws := (wsTransport{h}); ws.Supports(r) {
-		ws.Do(w, r.WithContext(ctx), h.exec)
+		ws.Do(w, r.WithContext(graphql.StartOperationTrace(r.Context())), h.exec)
 		return
 	}
-	httpTransport{h}.do(ctx, w, r, h.exec)
+	httpTransport{h}.do(r.Context(), w, r, h.exec)
 }
 
 func (h *Handler) methodNotAllowed(w http.ResponseWriter, allow string, r *http.Request) {

@@ -30,30 +30,51 @@ var (
 func (observer) ExtensionName() string                   { return "observer" }
 func (observer) Validate(graphql.ExecutableSchema) error { return nil }
 func (o observer) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
-	start := time.Now()
-	operation, name := "unknown", ""
-	oc := graphql.GetOperationContext(ctx)
-	if op := oc.Operation; op != nil {
-		operation, name = string(op.Operation), op.Name
-	}
-	endSpan := func(string) {}
-	if o.trace != nil {
-		ctx, endSpan = o.trace(ctx, operation, name)
-	}
-	oc.Stats.SetExtension(dispatchedStat, true)
+	ctx, rep := o.begin(ctx, graphql.GetOperationContext(ctx))
 	responses := next(ctx)
 	first := true
 	return func(ctx context.Context) *graphql.Response {
 		resp := responses(ctx)
 		if first {
 			first = false
-			code := firstCode(resp)
-			endSpan(code)
-			if o.observe != nil {
-				o.observe(operation, code, time.Since(start))
-			}
+			rep.end(resp)
 		}
 		return resp
+	}
+}
+
+// begin starts the report of the operation oc (InterceptOperation, and the
+// fast path's operations): its span, in the context returned, and its
+// start. The report's end is called with its first response.
+func (o observer) begin(ctx context.Context, oc *graphql.OperationContext) (context.Context, report) {
+	rep := report{observe: o.observe, start: time.Now(), operation: "unknown", endSpan: noSpan}
+	name := ""
+	if op := oc.Operation; op != nil {
+		rep.operation, name = string(op.Operation), op.Name
+	}
+	if o.trace != nil {
+		ctx, rep.endSpan = o.trace(ctx, rep.operation, name)
+	}
+	oc.Stats.SetExtension(dispatchedStat, true)
+	return ctx, rep
+}
+
+func noSpan(string) {}
+
+// report is an operation's report in progress (observer.begin).
+type report struct {
+	observe   func(operation, code string, elapsed time.Duration)
+	start     time.Time
+	operation string
+	endSpan   func(code string)
+}
+
+// end reports the operation at its first response.
+func (r report) end(resp *graphql.Response) {
+	code := firstCode(resp)
+	r.endSpan(code)
+	if r.observe != nil {
+		r.observe(r.operation, code, time.Since(r.start))
 	}
 }
 

@@ -85,14 +85,16 @@ func (t httpTransport) do(ctx context.Context, w http.ResponseWriter, r *http.Re
 		return
 	}
 	h["Content-Type"] = vals[2:3:3]
-	var params *graphql.RawParams
+	// The parameters stay on the stack unless gqlgen is handed them.
+	var p graphql.RawParams
+	var plan *fastPlan
 	var rerr *requestError
 	if r.Method == http.MethodGet {
-		params, rerr = t.fromURL(r)
+		rerr = t.fromURL(r, &p)
 	} else {
-		params, rerr = t.fromBody(w, r)
+		plan, rerr = t.fromBody(w, r, &p)
 	}
-	if rerr == nil && len(params.Query) > t.h.cfg.MaxQueryBytes {
+	if rerr == nil && len(p.Query) > t.h.cfg.MaxQueryBytes {
 		rerr = &requestError{http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE",
 			"The query document is longer than " + strconv.Itoa(t.h.cfg.MaxQueryBytes) + " bytes"}
 	}
@@ -100,9 +102,24 @@ func (t httpTransport) do(ctx context.Context, w http.ResponseWriter, r *http.Re
 		writeRequestError(w, rerr.status, media, rerr.code, rerr.msg)
 		return
 	}
-	params.Headers = r.Header
-	params.ReadTime.Start = graphql.Now()
-	params.ReadTime.End = params.ReadTime.Start
+	p.Headers = r.Header
+	p.ReadTime.Start = graphql.Now()
+	p.ReadTime.End = p.ReadTime.Start
+	if plan == nil && r.Method == http.MethodGet {
+		plan = t.h.plans.get(p.Query)
+	}
+	// A document the fast path answered before, with variables it reads as
+	// gqlgen would coerce them, is answered without preparing it again
+	// (fastPlan).
+	if resp, ok := t.h.dispatchPlan(ctx, plan, &p); ok {
+		writeBody(w, http.StatusOK, media, t.h.encodeCapped(resp))
+		return
+	}
+	// The operation's start, which CreateOperationContext reads
+	// (graphql.StartOperationTrace, as gqlgen's handler.Server sets it).
+	ctx = graphql.StartOperationTrace(ctx)
+	params := new(graphql.RawParams)
+	*params = p
 	opCtx, errs := exec.CreateOperationContext(ctx, params)
 	if errs == nil {
 		switch {
@@ -150,8 +167,6 @@ func (t httpTransport) do(ctx context.Context, w http.ResponseWriter, r *http.Re
 	}
 	body := encodeResponse(resp)
 	if int64(len(body)) > t.h.cfg.MaxResponseBytes {
-		// The response's budget stops it before it gets this large
-		// (budget.go); this is the check on what is sent.
 		body, keep = t.h.capResponse(body), false
 	}
 	if keep && len(resp.Errors) == 0 && resp.Data != nil {
@@ -160,11 +175,11 @@ func (t httpTransport) do(ctx context.Context, w http.ResponseWriter, r *http.Re
 	writeBody(w, http.StatusOK, media, body)
 }
 
-// fromURL reads the parameters of a GET.
-func (t httpTransport) fromURL(r *http.Request) (*graphql.RawParams, *requestError) {
+// fromURL reads the parameters of a GET into p.
+func (t httpTransport) fromURL(r *http.Request, p *graphql.RawParams) *requestError {
 	values, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		return nil, badRequest("The URL's query string is malformed")
+		return badRequest("The URL's query string is malformed")
 	}
 	one := func(name string) (string, bool, *requestError) {
 		vs, ok := values[name]
@@ -176,17 +191,16 @@ func (t httpTransport) fromURL(r *http.Request) (*graphql.RawParams, *requestErr
 		}
 		return vs[0], true, nil
 	}
-	p := &graphql.RawParams{}
 	query, ok, rerr := one("query")
 	if rerr != nil {
-		return nil, rerr
+		return rerr
 	}
 	if !ok || query == "" {
-		return nil, badRequest("The query parameter is missing")
+		return badRequest("The query parameter is missing")
 	}
 	p.Query = query
 	if p.OperationName, _, rerr = one("operationName"); rerr != nil {
-		return nil, rerr
+		return rerr
 	}
 	for _, jp := range []struct {
 		name string
@@ -194,20 +208,21 @@ func (t httpTransport) fromURL(r *http.Request) (*graphql.RawParams, *requestErr
 	}{{"variables", &p.Variables}, {"extensions", &p.Extensions}} {
 		s, ok, rerr := one(jp.name)
 		if rerr != nil {
-			return nil, rerr
+			return rerr
 		}
 		if !ok || s == "" || s == "null" {
 			continue
 		}
 		if err := decodeObject([]byte(s), jp.dst); err != nil {
-			return nil, badRequest("The " + jp.name + " parameter must be a JSON object")
+			return badRequest("The " + jp.name + " parameter must be a JSON object")
 		}
 	}
-	return p, nil
+	return nil
 }
 
-// fromBody reads the parameters of a POST.
-func (t httpTransport) fromBody(w http.ResponseWriter, r *http.Request) (*graphql.RawParams, *requestError) {
+// fromBody reads the parameters of a POST into p, and returns the fast
+// path's plan of its document when there is one (fastPlans).
+func (t httpTransport) fromBody(w http.ResponseWriter, r *http.Request, p *graphql.RawParams) (*fastPlan, *requestError) {
 	// The usual Content-Type is read without mime's parsing (and its map).
 	if ct := r.Header.Get("Content-Type"); !strings.EqualFold(ct, mediaJSON) {
 		mt, mparams, err := mime.ParseMediaType(ct)
@@ -240,9 +255,18 @@ func (t httpTransport) fromBody(w http.ResponseWriter, r *http.Request) (*graphq
 	if !isObject(body) {
 		return nil, badRequest("The body is not a JSON object")
 	}
-	if p, ok := parseEnvelope(body); ok {
-		return p, nil // the common body, read without reflection (envelope.go)
+	if query, ok := parseEnvelope(body, p); ok {
+		// The common body, read without reflection (envelope.go); the
+		// text of a document with a plan is the plan's.
+		plan := t.h.plans.getBytes(query)
+		if plan != nil {
+			p.Query = plan.query
+		} else {
+			p.Query = string(query)
+		}
+		return plan, nil
 	}
+	*p = graphql.RawParams{}
 	// One pass over the body, each member into its type: a member of
 	// another type is a type error that names it (the first one in the
 	// body), anything else that does not decode a body that is not JSON.
@@ -276,11 +300,11 @@ func (t httpTransport) fromBody(w http.ResponseWriter, r *http.Request) (*graphq
 	case *env.Query == "":
 		return nil, badRequest("The query parameter is missing")
 	}
-	p := &graphql.RawParams{Query: *env.Query, Variables: env.Variables, Extensions: env.Extensions}
+	*p = graphql.RawParams{Query: *env.Query, Variables: env.Variables, Extensions: env.Extensions}
 	if env.OperationName != nil {
 		p.OperationName = *env.OperationName
 	}
-	return p, nil
+	return t.h.plans.get(p.Query), nil
 }
 
 // readBody reads r's body, of at most max bytes (an *http.MaxBytesError
@@ -398,6 +422,13 @@ func negotiate(accept []string) (media string, ok bool) {
 		return mediaGraphQLResponse, true
 	}
 	return mediaJSON, true
+}
+
+// encodeCapped encodes resp, or RESPONSE_TOO_LARGE when its encoding is
+// longer than the limit: the response's budget stops it before it gets
+// this large (budget.go); this is the check on what is sent.
+func (h *Handler) encodeCapped(resp *graphql.Response) []byte {
+	return h.capResponse(encodeResponse(resp))
 }
 
 // wireResponse is a response as sent: a request error has no data entry
