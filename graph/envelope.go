@@ -20,10 +20,14 @@ import (
 // The query is returned as its bytes in body, and p.Query left as it was:
 // the caller makes it a string, or takes the text it keeps of a document
 // it knows (fastPlans), which saves a copy of the document per request.
-func parseEnvelope(body []byte, p *graphql.RawParams) (query []byte, ok bool) {
+// The variables are checked and returned as their object's text in body,
+// p.Variables left as it was: the caller decodes them (decodeVariables)
+// unless a plan reads its one variable from the text (planVariable). nil
+// for none or null.
+func parseEnvelope(body []byte, p *graphql.RawParams) (query, variables []byte, ok bool) {
 	s := scanner{b: body}
 	if !s.byte('{') {
-		return nil, false
+		return nil, nil, false
 	}
 	var seen [4]bool
 	hasQuery := false
@@ -31,7 +35,7 @@ func parseEnvelope(body []byte, p *graphql.RawParams) (query []byte, ok bool) {
 		for {
 			name, ok := s.str()
 			if !ok || !s.byte(':') {
-				return nil, false
+				return nil, nil, false
 			}
 			var i int
 			switch string(name) {
@@ -39,7 +43,7 @@ func parseEnvelope(body []byte, p *graphql.RawParams) (query []byte, ok bool) {
 				i = 0
 				q, ok := s.str()
 				if !ok {
-					return nil, false
+					return nil, nil, false
 				}
 				query, hasQuery = q, true
 			case "operationName":
@@ -47,25 +51,31 @@ func parseEnvelope(body []byte, p *graphql.RawParams) (query []byte, ok bool) {
 				if !s.null() {
 					n, ok := s.str()
 					if !ok {
-						return nil, false
+						return nil, nil, false
 					}
 					p.OperationName = string(n)
 				}
 			case "variables":
 				i = 2
-				if p.Variables, ok = s.flatObject(); !ok {
-					return nil, false
+				s.space()
+				start := s.i
+				if _, ok = s.flatObject(false); !ok {
+					return nil, nil, false
+				}
+				variables = s.b[start:s.i]
+				if string(variables) == "null" {
+					variables = nil
 				}
 			case "extensions":
 				i = 3
-				if p.Extensions, ok = s.flatObject(); !ok {
-					return nil, false
+				if p.Extensions, ok = s.flatObject(true); !ok {
+					return nil, nil, false
 				}
 			default:
-				return nil, false
+				return nil, nil, false
 			}
 			if seen[i] {
-				return nil, false
+				return nil, nil, false
 			}
 			seen[i] = true
 			if s.byte(',') {
@@ -74,14 +84,14 @@ func parseEnvelope(body []byte, p *graphql.RawParams) (query []byte, ok bool) {
 			if s.byte('}') {
 				break
 			}
-			return nil, false
+			return nil, nil, false
 		}
 	}
 	s.space()
 	if s.i != len(s.b) || !hasQuery || len(query) == 0 {
-		return nil, false
+		return nil, nil, false
 	}
-	return query, true
+	return query, variables, true
 }
 
 // scanner reads JSON from b at i.
@@ -182,17 +192,52 @@ func (s *scanner) number() (json.Number, bool) {
 	return json.Number(b[start:j]), true
 }
 
+// decodeVariables returns the variables whose text parseEnvelope
+// returned, as encoding/json decodes them (nil for none).
+func decodeVariables(text []byte) map[string]any {
+	if text == nil {
+		return nil
+	}
+	s := scanner{b: text}
+	m, _ := s.flatObject(true)
+	return m
+}
+
+// planVariable returns the value of the variables whose text
+// parseEnvelope returned when they are one member, named name, whose value
+// is a string (without escapes): what decodeVariables would return as a
+// map of that one string. ok is false for anything else.
+func planVariable(text []byte, name string) (string, bool) {
+	s := scanner{b: text}
+	if !s.byte('{') {
+		return "", false
+	}
+	n, ok := s.str()
+	if !ok || string(n) != name || !s.byte(':') {
+		return "", false
+	}
+	v, ok := s.str()
+	if !ok || !s.byte('}') || s.i != len(s.b) {
+		return "", false
+	}
+	return string(v), true
+}
+
 // flatObject reads null (a nil map) or an object whose members are
 // strings, numbers, booleans or nulls; a member named twice keeps its last
-// value, as encoding/json does.
-func (s *scanner) flatObject() (map[string]any, bool) {
+// value, as encoding/json does. With keep false it only reads it, and
+// returns a nil map.
+func (s *scanner) flatObject(keep bool) (map[string]any, bool) {
 	if s.null() {
 		return nil, true
 	}
 	if !s.byte('{') {
 		return nil, false
 	}
-	m := map[string]any{}
+	var m map[string]any
+	if keep {
+		m = map[string]any{}
+	}
 	if s.byte('}') {
 		return m, true
 	}
@@ -212,7 +257,9 @@ func (s *scanner) flatObject() (map[string]any, bool) {
 			if !ok {
 				return nil, false
 			}
-			v = string(str)
+			if keep {
+				v = string(str)
+			}
 		case c == 't' && s.literal("true"):
 			v = true
 		case c == 'f' && s.literal("false"):
@@ -224,11 +271,15 @@ func (s *scanner) flatObject() (map[string]any, bool) {
 			if !ok {
 				return nil, false
 			}
-			v = n
+			if keep {
+				v = n
+			}
 		default:
 			return nil, false
 		}
-		m[string(name)] = v
+		if keep {
+			m[string(name)] = v
+		}
 		if s.byte(',') {
 			continue
 		}

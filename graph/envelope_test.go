@@ -3,9 +3,11 @@ package graph_test
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -46,6 +48,9 @@ var envelopeBodies = []string{
 	`{"query":"q"`,
 	`{"query":"q" "x":1}`,
 	"{\"query\":\"a\tb\"}",
+	`{"query":"q","variables":{"id":"7"}}`,
+	`{"query":"q","variables":{ "id" : "x y" , "id":"z"}}`,
+	`{"query":"q","variables":{"id":7}}`,
 }
 
 // TestEnvelopeAsEncodingJSON checks that every body parseEnvelope reads
@@ -57,8 +62,28 @@ func TestEnvelopeAsEncodingJSON(t *testing.T) {
 			read++
 		}
 	}
-	if read != 5 {
-		t.Errorf("parseEnvelope read %d of the bodies, want 5", read)
+	if read != 8 {
+		t.Errorf("parseEnvelope read %d of the bodies, want 8", read)
+	}
+	for _, tc := range []struct {
+		body, name, v string
+		ok            bool
+	}{
+		{`{"query":"q","variables":{"id":"7"}}`, "id", "7", true},
+		{`{"query":"q","variables": { "id" : "é 7" } }`, "id", "é 7", true},
+		{`{"query":"q","variables":{"id":"7"}}`, "ID", "", false},
+		{`{"query":"q","variables":{"id":"7","x":1}}`, "id", "", false},
+		{`{"query":"q","variables":{"id":"7","id":"8"}}`, "id", "", false},
+		{`{"query":"q","variables":{"id":7}}`, "id", "", false},
+		{`{"query":"q","variables":{"id":null}}`, "id", "", false},
+		{`{"query":"q","variables":{}}`, "id", "", false},
+		{`{"query":"q","variables":null}`, "id", "", false},
+		{`{"query":"q"}`, "id", "", false},
+	} {
+		v, ok, readable := graph.PlanVariable([]byte(tc.body), tc.name)
+		if !readable || v != tc.v || ok != tc.ok {
+			t.Errorf("%s: plan's variable %s: %q %v (read %v), want %q %v", tc.body, tc.name, v, ok, readable, tc.v, tc.ok)
+		}
 	}
 }
 
@@ -98,6 +123,13 @@ func checkEnvelope(t *testing.T, body []byte) bool {
 	}
 	if env.Query == nil || *env.Query != q || wantOp != op || !reflect.DeepEqual(env.Variables, vars) || !reflect.DeepEqual(env.Extensions, exts) {
 		t.Fatalf("%s: read as %q %q %#v %#v, encoding/json reads %v %q %#v %#v", body, q, op, vars, exts, env.Query, wantOp, env.Variables, env.Extensions)
+	}
+	// What a plan reads of the variables (plan.go) is what encoding/json
+	// reads: that one string alone.
+	for _, name := range append([]string{"id", ""}, slices.Collect(maps.Keys(env.Variables))...) {
+		if v, ok, _ := graph.PlanVariable(body, name); ok && !reflect.DeepEqual(env.Variables, map[string]any{name: v}) {
+			t.Fatalf("%s: a plan reads its variable %q as %q, encoding/json reads %#v", body, name, v, env.Variables)
+		}
 	}
 	return true
 }

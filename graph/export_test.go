@@ -66,11 +66,24 @@ func Collected(h *Handler) int64 { return h.fields.collected.Load() }
 // common shape, or ok false.
 func ParseEnvelope(body []byte) (query, operationName string, variables, extensions map[string]any, ok bool) {
 	var p graphql.RawParams
-	q, ok := parseEnvelope(body, &p)
+	q, vars, ok := parseEnvelope(body, &p)
 	if !ok {
 		return "", "", nil, nil, false
 	}
-	return string(q), p.OperationName, p.Variables, p.Extensions, true
+	return string(q), p.OperationName, decodeVariables(vars), p.Extensions, true
+}
+
+// PlanVariable is planVariable of the variables of a body parseEnvelope
+// reads: the value of its one variable name, when they are that string
+// alone; readable false when parseEnvelope does not read the body.
+func PlanVariable(body []byte, name string) (v string, ok, readable bool) {
+	var p graphql.RawParams
+	_, vars, readable := parseEnvelope(body, &p)
+	if !readable {
+		return "", false, false
+	}
+	v, ok = planVariable(vars, name)
+	return v, ok, true
 }
 
 // SetFastPath turns h's fast path (fast.go) on or off: off, every
@@ -109,3 +122,14 @@ func Camel(name string) string { return camel(name) }
 
 // AppendQuoted is appendQuoted.
 func AppendQuoted(b []byte, s string) []byte { return appendQuoted(b, s) }
+
+// WatchFastRoot has watch called with the context the resolver of the
+// fast root name runs in, before it runs, on every request of h.
+func WatchFastRoot(h *Handler, name string, watch func(ctx context.Context)) {
+	root := h.fastRoots[name]
+	inner := root.resolve
+	root.resolve = func(ctx context.Context, r queryResolver, id string) (any, error) {
+		watch(ctx)
+		return inner(ctx, r, id)
+	}
+}

@@ -635,3 +635,54 @@ func FuzzAppendQuoted(f *testing.F) {
 		}
 	})
 }
+
+// TestFastResolversSeeNoOperation checks that the resolver of a fast root
+// runs in a context without gqlgen's operation, response or field
+// contexts, whether its operation was prepared by gqlgen or by a plan: a
+// plan's operation context leaves out the variables and the statistics'
+// extensions, which nothing the fast path runs may read (plan.go).
+func TestFastResolversSeeNoOperation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seeds a database")
+	}
+	s := servedSQLite(t)
+	var seen []string
+	watch := func(ctx context.Context) {
+		var what []string
+		if graphql.HasOperationContext(ctx) {
+			what = append(what, "operation")
+		}
+		if graphql.GetFieldContext(ctx) != nil {
+			what = append(what, "field")
+		}
+		if graphql.GetPath(ctx) != nil {
+			what = append(what, "path")
+		}
+		seen = append(seen, strings.Join(what, "+"))
+	}
+	graph.WatchFastRoot(s.gql, "user", watch)
+	graph.WatchFastRoot(s.gql, "me", watch)
+	planned := graph.FastPlanned(s.gql)
+	for _, body := range []string{
+		`{"query":"query($id: ID!) { user(id: $id) { name email } }","variables":{"id":"7"}}`,
+		`{"query":"query($id: ID!) { user(id: $id) { name email } }","variables":{"id":"8"}}`,
+		`{"query":"query($id: ID!) { user(id: $id) { name email } }","variables":{"id":"9","x":1}}`,
+		`{"query":"{ me { name } }"}`,
+		`{"query":"{ me { name } }"}`,
+	} {
+		req := httptest.NewRequest(http.MethodPost, "/graphql", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-API-Key", s.admin)
+		w := httptest.NewRecorder()
+		s.handler.ServeHTTP(w, req)
+		if w.Code != http.StatusOK || strings.Contains(w.Body.String(), `"errors"`) {
+			t.Fatalf("%s: %d %s", body, w.Code, w.Body)
+		}
+	}
+	if want := []string{"", "", "", "", ""}; !slices.Equal(seen, want) {
+		t.Errorf("the resolvers saw %q, want %q", seen, want)
+	}
+	if got := graph.FastPlanned(s.gql) - planned; got != 2 {
+		t.Errorf("%d operations answered by a plan, want 2", got)
+	}
+}

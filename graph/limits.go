@@ -635,17 +635,14 @@ func (c *complexityLimit) MutateOperationContext(ctx context.Context, opCtx *gra
 	return err
 }
 
-// known returns the statistics of the operation op of doc when its cost
-// is kept as fixed and within the limit: every later request of it is
-// priced so, whatever its variables.
-func (c *complexityLimit) known(doc *ast.QueryDocument, op string) (*extension.ComplexityStats, bool) {
+// known reports whether the cost of the operation op of doc is kept as
+// fixed and within the limit: every later request of it passes the limit,
+// whatever its variables.
+func (c *complexityLimit) known(doc *ast.QueryDocument, op string) bool {
 	c.mu.RLock()
 	known, ok := c.costs[costKey{doc, op}]
 	c.mu.RUnlock()
-	if !ok || !known.fixed || known.cost > c.limit || known.stats == nil {
-		return nil, false
-	}
-	return known.stats, true
+	return ok && known.fixed && known.cost <= c.limit
 }
 
 // complexityOverError is the error of extension.ComplexityLimit.

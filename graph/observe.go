@@ -30,7 +30,9 @@ var (
 func (observer) ExtensionName() string                   { return "observer" }
 func (observer) Validate(graphql.ExecutableSchema) error { return nil }
 func (o observer) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
-	ctx, rep := o.begin(ctx, graphql.GetOperationContext(ctx))
+	oc := graphql.GetOperationContext(ctx)
+	oc.Stats.SetExtension(dispatchedStat, true)
+	ctx, rep := o.begin(ctx, oc)
 	responses := next(ctx)
 	first := true
 	return func(ctx context.Context) *graphql.Response {
@@ -45,7 +47,9 @@ func (o observer) InterceptOperation(ctx context.Context, next graphql.Operation
 
 // begin starts the report of the operation oc (InterceptOperation, and the
 // fast path's operations): its span, in the context returned, and its
-// start. The report's end is called with its first response.
+// start. The report's end is called with its first response. It does not
+// mark oc as dispatched (dispatchedStat): only an operation dispatched by
+// gqlgen passes InterceptResponse, which reads the mark.
 func (o observer) begin(ctx context.Context, oc *graphql.OperationContext) (context.Context, report) {
 	rep := report{observe: o.observe, start: time.Now(), operation: "unknown", endSpan: noSpan}
 	name := ""
@@ -55,7 +59,6 @@ func (o observer) begin(ctx context.Context, oc *graphql.OperationContext) (cont
 	if o.trace != nil {
 		ctx, rep.endSpan = o.trace(ctx, rep.operation, name)
 	}
-	oc.Stats.SetExtension(dispatchedStat, true)
 	return ctx, rep
 }
 

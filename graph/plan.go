@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
-	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/vektah/gqlparser/v2/ast"
 )
 
@@ -35,10 +34,18 @@ import (
 //     its own error.
 //
 // The operation context a plan makes holds what CreateOperationContext's
-// would: the text, the variables, the operation's name, the document and
-// operation, the extensions and headers, the extensions' settings
-// (introspection, the recover function, the resolver middlewares), the
-// complexity's statistics, and the times (all one reading of the clock).
+// would but two things nothing on the fast path reads: the coerced
+// variables (the plan read the id itself; the variables' text is only
+// decoded when the request goes to gqlgen) and the statistics' extensions
+// (the complexity's, and the observer's mark of a dispatched operation,
+// which only InterceptResponse reads). On the fast path the operation
+// context reaches only the observer (its type and name), respond (its
+// type), and on an error gqlgen's AddError and Recover with the presenter
+// (fastErrors), which read neither; the resolvers never see it
+// (TestFastResolversSeeNoOperation). It holds the text, the operation's
+// name, the document and operation, the extensions and headers, the
+// extensions' settings (introspection, the recover function, the resolver
+// middlewares), and the times (one reading of the clock).
 type fastPlan struct {
 	query string // the document's text, the plans' key
 	op    string // the operation's name as the request gave it
@@ -53,7 +60,6 @@ type fastPlan struct {
 	recoverFunc          graphql.RecoverFunc
 	resolverMiddleware   graphql.FieldMiddleware
 	rootMiddleware       graphql.RootFieldMiddleware
-	complexity           *extension.ComplexityStats
 }
 
 // fastPlans are the plans of the handler, by the document's text: at most
@@ -107,8 +113,7 @@ func (p *fastPlans) keep(h *Handler, oc *graphql.OperationContext, f *ast.Field,
 	default:
 		return
 	}
-	stats, ok := h.costs.known(oc.Doc, oc.OperationName)
-	if !ok {
+	if !h.costs.known(oc.Doc, oc.OperationName) {
 		return
 	}
 	plan := &fastPlan{
@@ -116,7 +121,6 @@ func (p *fastPlans) keep(h *Handler, oc *graphql.OperationContext, f *ast.Field,
 		variable: variable, field: f, root: root,
 		disableIntrospection: oc.DisableIntrospection, recoverFunc: oc.RecoverFunc,
 		resolverMiddleware: oc.ResolverMiddleware, rootMiddleware: oc.RootResolverMiddleware,
-		complexity: stats,
 	}
 	p.mu.Lock()
 	if p.plans == nil || len(p.plans) >= p.max {
@@ -130,13 +134,18 @@ func (p *fastPlans) keep(h *Handler, oc *graphql.OperationContext, f *ast.Field,
 // CreateOperationContext and then dispatchFast would; ok is false when it
 // did nothing (no plan, the fast path off, a cancelled request, another
 // operation of the document, or variables the plan does not coerce).
-func (h *Handler) dispatchPlan(ctx context.Context, plan *fastPlan, params *graphql.RawParams) (*graphql.Response, bool) {
+func (h *Handler) dispatchPlan(ctx context.Context, plan *fastPlan, params *graphql.RawParams, varsText []byte) (*graphql.Response, bool) {
 	if plan == nil || h.fast.off.Load() || ctx.Err() != nil || params.OperationName != plan.op {
 		return nil, false
 	}
-	vars := params.Variables
 	var id string
-	switch {
+	switch vars := params.Variables; {
+	case plan.variable != "" && varsText != nil:
+		// The variables as the body has them, not decoded.
+		var ok bool
+		if id, ok = planVariable(varsText, plan.variable); !ok {
+			return nil, false
+		}
 	case plan.variable != "":
 		if len(vars) != 1 {
 			return nil, false
@@ -146,21 +155,15 @@ func (h *Handler) dispatchPlan(ctx context.Context, plan *fastPlan, params *grap
 			return nil, false
 		}
 		id = s // graphql.UnmarshalID of a string
-	case len(vars) != 0 || vars == nil:
-		vars = map[string]any{}
-		fallthrough
-	default:
-		if !plan.root.noArg {
-			var ok bool
-			if id, ok = fastID(plan.field, vars); !ok {
-				return nil, false
-			}
+	case !plan.root.noArg:
+		var ok bool
+		if id, ok = fastID(plan.field, nil); !ok { // a literal
+			return nil, false
 		}
 	}
-	now := graphql.Now()
+	now := params.ReadTime.End
 	oc := &graphql.OperationContext{
 		RawQuery:               params.Query,
-		Variables:              vars,
 		OperationName:          params.OperationName,
 		Doc:                    plan.doc,
 		Extensions:             params.Extensions,
@@ -177,7 +180,6 @@ func (h *Handler) dispatchPlan(ctx context.Context, plan *fastPlan, params *grap
 			Validation:     graphql.TraceTiming{Start: now, End: now},
 		},
 	}
-	oc.Stats.SetExtension("ComplexityLimit", plan.complexity)
 	h.fast.planned.Add(1)
 	return h.runFast(ctx, oc, plan.field, plan.root, id), true
 }

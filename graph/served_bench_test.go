@@ -332,9 +332,10 @@ func TestServedGetAllocations(t *testing.T) {
 }
 
 // maxGraphQLAllocs bounds the allocations of { user(id: $id) { name email
-// } } as served, POSTed as JSON with the id in its variables: 23 in the
-// build that set it (the document's plan, plan.go, and the fast path's
-// contexts made only for an error), 50 before (the fast path, fast.go; 53
+// } } as served, POSTed as JSON with the id in its variables: 17 in the
+// build that set it (the document's plan, plan.go, with the variables read
+// from the body's text, and the fast path's contexts made only for an
+// error; 23 in its first version), 50 before (the fast path, fast.go; 53
 // in its first version), 120 before that, 140 and 171 before that
 // (docs/performance.md, "Issue 15, GraphQL user(id): the request path's
 // allocations, 171 to 140 (gqlget)", "Issue 15, GraphQL user(id) through
@@ -342,18 +343,18 @@ func TestServedGetAllocations(t *testing.T) {
 // 15, GraphQL user(id) without gqlgen's per-field execution (gqlfast)" and
 // "Issue 15, GraphQL user(id): a plan per document, contexts only for
 // errors (gqlenv)").
-const maxGraphQLAllocs = 24
+const maxGraphQLAllocs = 18
 
 // maxMeAllocs and maxProductAllocs bound { me { name email } } and a
 // generated resource's { product(id: $id) { name priceCents } } likewise:
-// 20 and 30 in the build that set them (plans, gqlenv), 43 and 59 before
+// 17 and 24 in the build that set them (plans, gqlenv), 43 and 59 before
 // (the fast path's roots from the declarations, camel's names kept), 98
 // and 128 through gqlgen's executor (docs/performance.md, "Issue 15,
 // GraphQL: every declared resource's one-record field and me on the fast
 // path (gqlfast2)").
 const (
-	maxMeAllocs      = 21
-	maxProductAllocs = 31
+	maxMeAllocs      = 18
+	maxProductAllocs = 25
 )
 
 // TestServedGraphQLAllocations is TestServedGetAllocations for the same

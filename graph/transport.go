@@ -88,11 +88,12 @@ func (t httpTransport) do(ctx context.Context, w http.ResponseWriter, r *http.Re
 	// The parameters stay on the stack unless gqlgen is handed them.
 	var p graphql.RawParams
 	var plan *fastPlan
+	var vars []byte // the variables' text, when p.Variables are not decoded yet
 	var rerr *requestError
 	if r.Method == http.MethodGet {
 		rerr = t.fromURL(r, &p)
 	} else {
-		plan, rerr = t.fromBody(w, r, &p)
+		plan, vars, rerr = t.fromBody(w, r, &p)
 	}
 	if rerr == nil && len(p.Query) > t.h.cfg.MaxQueryBytes {
 		rerr = &requestError{http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE",
@@ -111,9 +112,12 @@ func (t httpTransport) do(ctx context.Context, w http.ResponseWriter, r *http.Re
 	// A document the fast path answered before, with variables it reads as
 	// gqlgen would coerce them, is answered without preparing it again
 	// (fastPlan).
-	if resp, ok := t.h.dispatchPlan(ctx, plan, &p); ok {
+	if resp, ok := t.h.dispatchPlan(ctx, plan, &p, vars); ok {
 		writeBody(w, http.StatusOK, media, t.h.encodeCapped(resp))
 		return
+	}
+	if vars != nil {
+		p.Variables = decodeVariables(vars)
 	}
 	// The operation's start, which CreateOperationContext reads
 	// (graphql.StartOperationTrace, as gqlgen's handler.Server sets it).
@@ -222,16 +226,16 @@ func (t httpTransport) fromURL(r *http.Request, p *graphql.RawParams) *requestEr
 
 // fromBody reads the parameters of a POST into p, and returns the fast
 // path's plan of its document when there is one (fastPlans).
-func (t httpTransport) fromBody(w http.ResponseWriter, r *http.Request, p *graphql.RawParams) (*fastPlan, *requestError) {
+func (t httpTransport) fromBody(w http.ResponseWriter, r *http.Request, p *graphql.RawParams) (*fastPlan, []byte, *requestError) {
 	// The usual Content-Type is read without mime's parsing (and its map).
 	if ct := r.Header.Get("Content-Type"); !strings.EqualFold(ct, mediaJSON) {
 		mt, mparams, err := mime.ParseMediaType(ct)
 		if ct == "" || err != nil || mt != mediaJSON {
-			return nil, &requestError{http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE",
+			return nil, nil, &requestError{http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE",
 				"The body must be application/json"}
 		}
 		if cs, ok := mparams["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-			return nil, &requestError{http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE",
+			return nil, nil, &requestError{http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE",
 				"The body must be encoded in UTF-8"}
 		}
 	}
@@ -239,32 +243,33 @@ func (t httpTransport) fromBody(w http.ResponseWriter, r *http.Request, p *graph
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return nil, &requestError{http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE",
+			return nil, nil, &requestError{http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE",
 				"The body is larger than " + strconv.FormatInt(t.h.cfg.MaxBodyBytes, 10) + " bytes"}
 		}
-		return nil, badRequest("The body could not be read")
+		return nil, nil, badRequest("The body could not be read")
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, badRequest("The body is empty; send {\"query\": ...}")
+		return nil, nil, badRequest("The body is empty; send {\"query\": ...}")
 	}
 	if !utf8.Valid(body) {
 		// encoding/json would read invalid bytes in the document's strings
 		// as U+FFFD, and store text other than the client sent.
-		return nil, badRequest("The body is not valid UTF-8")
+		return nil, nil, badRequest("The body is not valid UTF-8")
 	}
 	if !isObject(body) {
-		return nil, badRequest("The body is not a JSON object")
+		return nil, nil, badRequest("The body is not a JSON object")
 	}
-	if query, ok := parseEnvelope(body, p); ok {
+	if query, vars, ok := parseEnvelope(body, p); ok {
 		// The common body, read without reflection (envelope.go); the
-		// text of a document with a plan is the plan's.
+		// text of a document with a plan is the plan's, and its variables
+		// are decoded once it is known whether the plan reads them.
 		plan := t.h.plans.getBytes(query)
 		if plan != nil {
 			p.Query = plan.query
 		} else {
 			p.Query = string(query)
 		}
-		return plan, nil
+		return plan, vars, nil
 	}
 	*p = graphql.RawParams{}
 	// One pass over the body, each member into its type: a member of
@@ -286,25 +291,25 @@ func (t httpTransport) fromBody(w http.ResponseWriter, r *http.Request, p *graph
 	case errors.As(err, &typeErr):
 		switch typeErr.Field {
 		case "query":
-			return nil, badRequest("The query parameter must be a string")
+			return nil, nil, badRequest("The query parameter must be a string")
 		case "operationName":
-			return nil, badRequest("The operationName parameter must be a string or null")
+			return nil, nil, badRequest("The operationName parameter must be a string or null")
 		case "variables", "extensions":
-			return nil, badRequest("The " + typeErr.Field + " parameter must be a JSON object or null")
+			return nil, nil, badRequest("The " + typeErr.Field + " parameter must be a JSON object or null")
 		}
-		return nil, badRequest("The body is not a JSON object")
+		return nil, nil, badRequest("The body is not a JSON object")
 	case err != nil || len(bytes.TrimSpace(body[dec.InputOffset():])) > 0:
-		return nil, badRequest("The body is not a JSON object")
+		return nil, nil, badRequest("The body is not a JSON object")
 	case env.Query == nil:
-		return nil, badRequest("The query parameter must be a string")
+		return nil, nil, badRequest("The query parameter must be a string")
 	case *env.Query == "":
-		return nil, badRequest("The query parameter is missing")
+		return nil, nil, badRequest("The query parameter is missing")
 	}
 	*p = graphql.RawParams{Query: *env.Query, Variables: env.Variables, Extensions: env.Extensions}
 	if env.OperationName != nil {
 		p.OperationName = *env.OperationName
 	}
-	return t.h.plans.get(p.Query), nil
+	return t.h.plans.get(p.Query), nil, nil
 }
 
 // readBody reads r's body, of at most max bytes (an *http.MaxBytesError
