@@ -79,3 +79,35 @@ func BenchmarkListCached(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkAccountByAPIKeyCached is the store's share of authenticating a
+// request by API key when the cache holds its account.
+func BenchmarkAccountByAPIKeyCached(b *testing.B) {
+	db := benchStore(b, 1)
+	ctx := context.Background()
+	secret, _ := resourceapi.NewAPIKey(nil)
+	rec := resourceapi.Record{"user_id": int64(1), "key": secret}
+	if err := resourceapi.Validate(resourceapi.APIKeys, rec, resourceapi.ModeCreate); err != nil {
+		b.Fatal(err)
+	}
+	rec["prefix"], rec["key"] = secret[:12], resourceapi.HashToken(secret) // as the Service stores it
+	if _, err := db.Create(ctx, resourceapi.APIKeys, rec); err != nil {
+		b.Fatal(err)
+	}
+	hash := resourceapi.HashTokenBytes(secret)
+	for range 2 {
+		if _, err := db.AccountByAPIKey(ctx, hash); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := db.AccountByAPIKey(ctx, hash); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

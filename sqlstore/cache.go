@@ -116,7 +116,12 @@ type entry struct {
 	// account's user), 0 when none; ownerStamp the ownerLast of its bucket
 	// when it was stored.
 	owner, ownerStamp int64
-	size              int64
+	// dep, when not nil, are the epochs of a second resource val derives
+	// from (an API key's, for the account it names: valueAlso), and
+	// depEpoch the access epoch of dep it was stored under.
+	dep      *resourceEpochs
+	depEpoch uint64
+	size     int64
 	// global and epoch are the epochs the entry was stored under.
 	global, epoch uint64
 	prev, next    *entry
@@ -158,6 +163,10 @@ func newCache(maxEntries int) *cache {
 type fill struct {
 	epochs                         *resourceEpochs
 	writes, access, global, owners uint64
+	// dep and depAccess are the second resource's epochs, and its access
+	// epoch, for a value that derives from two (valueAlso).
+	dep       *resourceEpochs
+	depAccess uint64
 }
 
 // ok reports whether f lets the read store what it reads: the cache can
@@ -167,8 +176,9 @@ func (f fill) ok() bool { return f.epochs != nil }
 // lookup returns the valid entry under k, or nil and the fill for what the
 // read will find. Entries are shared and read-only. A value's key may come
 // as query instead of k.query, bytes that are not made into a string to
-// look it up.
-func (c *cache) lookup(k cacheKey, query []byte) (*entry, fill) {
+// look it up. dep, when not nil, is a second resource a value derives from
+// (valueAlso).
+func (c *cache) lookup(k cacheKey, query []byte, dep *resourceapi.Resource) (*entry, fill) {
 	if c == nil {
 		return nil, fill{}
 	}
@@ -188,6 +198,10 @@ func (c *cache) lookup(k cacheKey, query []byte) (*entry, fill) {
 	}
 	ep := c.epochs(k.res)
 	f := fill{epochs: ep, writes: ep.writes, access: ep.access, global: c.global, owners: c.owners}
+	if dep != nil {
+		f.dep = c.epochs(dep)
+		f.depAccess = f.dep.access
+	}
 	var e *entry
 	if query != nil {
 		e = c.entries[cacheKey{res: k.res, id: k.id, query: string(query)}]
@@ -199,7 +213,8 @@ func (c *cache) lookup(k cacheKey, query []byte) (*entry, fill) {
 		return nil, f
 	}
 	if e.global != c.global || e.epoch != ep.epochOf(e.key) ||
-		e.owner != 0 && uint64(e.ownerStamp) != c.ownerLast[ownerBucket(e.owner)] {
+		e.owner != 0 && uint64(e.ownerStamp) != c.ownerLast[ownerBucket(e.owner)] ||
+		e.dep != nil && e.dep.access != e.depEpoch {
 		c.remove(e)
 		c.misses++
 		return nil, f
@@ -213,7 +228,7 @@ func (c *cache) lookup(k cacheKey, query []byte) (*entry, fill) {
 // record returns the cached record id of res and its memo, or nil and the
 // fill to pass to storeRecord.
 func (c *cache) record(res *resourceapi.Resource, id int64) (resourceapi.Record, *resourceapi.Memo, fill) {
-	e, f := c.lookup(cacheKey{res: res, id: id}, nil)
+	e, f := c.lookup(cacheKey{res: res, id: id}, nil, nil)
 	if e == nil {
 		return nil, nil, f
 	}
@@ -223,7 +238,7 @@ func (c *cache) record(res *resourceapi.Resource, id int64) (resourceapi.Record,
 // page returns the cached page of res for the query key, or false and the
 // fill to pass to storePage.
 func (c *cache) page(res *resourceapi.Resource, key string) (resourceapi.Page, bool, fill) {
-	e, f := c.lookup(cacheKey{res: res, query: key}, nil)
+	e, f := c.lookup(cacheKey{res: res, query: key}, nil, nil)
 	if e == nil {
 		return resourceapi.Page{}, false, f
 	}
@@ -237,7 +252,17 @@ func (c *cache) page(res *resourceapi.Resource, key string) (resourceapi.Page, b
 // all, and so does a commit of another process. key is bytes, so that a
 // hit makes no string of it.
 func (c *cache) value(res *resourceapi.Resource, key []byte) (any, bool, fill) {
-	e, f := c.lookup(cacheKey{res: res}, key)
+	return c.valueAlso(res, key, nil)
+}
+
+// valueAlso is value for a value derived from records of res and of dep
+// too (the account an API key names: the user's record and the key's):
+// valid under the access epochs of both, so that a write of either that
+// may change access drops it, and stored (storeValue, with the fill
+// valueAlso returned) only if neither moved since the lookup nor has such a
+// write in flight. One entry then answers what two would.
+func (c *cache) valueAlso(res *resourceapi.Resource, key []byte, dep *resourceapi.Resource) (any, bool, fill) {
+	e, f := c.lookup(cacheKey{res: res}, key, dep)
 	if e == nil {
 		return nil, false, f
 	}
@@ -248,7 +273,8 @@ func (c *cache) value(res *resourceapi.Resource, key []byte) (any, bool, fill) {
 // start with a zero byte, which no list key has (isValue). owner, when not
 // 0, is the id of the record of res that v derives from (an account's
 // user): a write that changes that record without changing access
-// (change.neutral) drops v too.
+// (change.neutral) drops v too. A fill from valueAlso makes v valid under
+// its second resource's access epoch as well.
 func (c *cache) storeValue(res *resourceapi.Resource, key string, f fill, v any, size int64, owner int64) {
 	if c == nil || f.epochs == nil {
 		return
@@ -299,6 +325,12 @@ func (c *cache) store(e *entry, f fill) {
 				return // a write of the record began, or is under way
 			}
 			e.ownerStamp = int64(c.ownerLast[b])
+		}
+		if d := f.dep; d != nil {
+			if d.accessInflight > 0 || d.access != f.depAccess {
+				return // a write of the second resource began, or is under way
+			}
+			e.dep, e.depEpoch = d, d.access
 		}
 	} else if ep.inflight > 0 || ep.writes != f.writes {
 		return // a write began since the read queried, or is under way

@@ -182,8 +182,7 @@ func TestCachedAccountSurvivesSignUps(t *testing.T) {
 		}
 		return acct
 	}
-	lookup() // which user the key names, cached
-	lookup() // and that user's account
+	lookup() // the account the key names, cached
 	counting = true
 	for i := range 3 {
 		mustCreate(t, db, "New", fmt.Sprintf("new%d@example.com", i))

@@ -432,3 +432,61 @@ func TestCacheMemoLivesWithItsRecord(t *testing.T) {
 		t.Fatal("the nil memo kept a value")
 	}
 }
+
+// TestCacheValueAlso: a value derived from two resources (the account an
+// API key names: the user's record and the key's) is dropped by a write of
+// either that may change access, and a read of it is not stored while a
+// write of either is in flight, or once one began after the read looked.
+func TestCacheValueAlso(t *testing.T) {
+	c := newCache(64)
+	keys := resourceapi.APIKeys
+	key := []byte("\x00key account 1")
+	store := func(f fill) {
+		c.storeValue(users, string(key), f, resourceapi.Account{User: userRecord(7, "u")}, 64, 7)
+	}
+	cached := func() bool {
+		_, ok, _ := c.valueAlso(users, key, keys)
+		return ok
+	}
+	fresh := func() {
+		t.Helper()
+		_, _, f := c.valueAlso(users, key, keys)
+		store(f)
+		if !cached() {
+			t.Fatal("the value was not stored")
+		}
+	}
+	for _, w := range []struct {
+		name string
+		ch   change
+	}{
+		{"a write of the key's resource", change{res: keys, id: 1}},
+		{"a change of access of the user", change{res: users, id: 7}},
+		{"an update of the user that leaves access", change{res: users, id: 7, neutral: true}},
+	} {
+		fresh()
+		_, _, before := c.valueAlso(users, key, keys)
+		c.begin(w.ch)
+		if cached() {
+			t.Errorf("%s: the value is served while it is in flight", w.name)
+		}
+		_, _, during := c.valueAlso(users, key, keys)
+		store(before)
+		store(during)
+		if cached() {
+			t.Errorf("%s: a read from before or during it was stored while it is in flight", w.name)
+		}
+		c.end(w.ch)
+		store(before)
+		store(during)
+		if cached() {
+			t.Errorf("%s: a read from before or during it was stored after it ended", w.name)
+		}
+	}
+	fresh()
+	c.begin(change{res: users, id: 8, created: true})
+	c.end(change{res: users, id: 8, created: true})
+	if !cached() {
+		t.Error("a sign-up dropped the value")
+	}
+}

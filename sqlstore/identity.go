@@ -22,9 +22,9 @@ var _ resourceapi.IdentityStore = (*Store)(nil)
 
 // With the cache on (SQLite), accounts are cached as values of the users
 // resource (any write of a user but a creation, which changes no existing
-// account, drops them all, and so does another process's commit), and which
-// user a key belongs to as a value of api_keys (any write of a key drops
-// them all); roles change only by another process's commit, which drops
+// account, drops them all, and so does another process's commit), and the
+// account an API key names as a value of users that any write of a key drops
+// too (keyAccount); roles change only by another process's commit, which drops
 // everything. So authenticating a repeated caller costs
 // no query, and is never stale. On PostgreSQL the record cache answers only
 // while the instance is the only writer (postgres/solo.go: ForeignCommits
@@ -52,18 +52,19 @@ func (s *Store) AccountByEmail(ctx context.Context, email string) (resourceapi.A
 	})
 }
 
-// keyUser is what the record cache keeps of an API key: whose it is, and
-// until when it works. The expiry is checked by the Authenticator on every
-// request against its clock, so a cached key expires on time; a change of
-// the key (its expiry too) is a write of api_keys, which drops the entry.
-type keyUser struct {
-	user    int64
-	expires time.Time
-}
+// keyAccount is what the record cache keeps of an API key: the account it
+// names, with the key's expiry (Account.ExpiresAt), which the Authenticator
+// checks on every request against its clock, so a cached key expires on
+// time. It is a value of users that derives from api_keys too (valueAlso):
+// a write of the user that may change access, or an update of its record
+// (owner), drops it, as it drops the account by id; and so does any write of
+// api_keys (a key's change, its expiry's too). So a request by API key
+// finds its account in one lookup of the cache.
+type keyAccount struct{ acct resourceapi.Account }
 
-// keyUserPrefix starts the cache's key of an API key's user, before the
-// key's hash.
-const keyUserPrefix = "\x00key user "
+// keyAccountPrefix starts the cache's key of an API key's account, before
+// the key's hash.
+const keyAccountPrefix = "\x00key account "
 
 // AccountByAPIKey implements resourceapi.IdentityStore.
 func (s *Store) AccountByAPIKey(ctx context.Context, keyHash resourceapi.TokenHash) (resourceapi.Account, error) {
@@ -72,14 +73,11 @@ func (s *Store) AccountByAPIKey(ctx context.Context, keyHash resourceapi.TokenHa
 	}
 	// The cache's key is built on the stack: a hit makes no string of it,
 	// nor of the hash.
-	var buf [len(keyUserPrefix) + len(keyHash)]byte
-	key := append(append(buf[:0], keyUserPrefix...), keyHash[:]...)
-	v, ok, fill := s.cache.value(resourceapi.APIKeys, key)
+	var buf [len(keyAccountPrefix) + len(keyHash)]byte
+	key := append(append(buf[:0], keyAccountPrefix...), keyHash[:]...)
+	v, ok, fill := s.cache.valueAlso(resourceapi.Users, key, resourceapi.APIKeys)
 	if ok {
-		ku := v.(keyUser)
-		acct, err := s.AccountByID(ctx, ku.user)
-		acct.ExpiresAt = ku.expires
-		return acct, err
+		return v.(*keyAccount).acct, nil
 	}
 	read := func() (resourceapi.Account, error) {
 		return s.account(ctx, "k.key_hash = "+s.dialect.Placeholder(1), true, string(keyHash[:]))
@@ -90,9 +88,14 @@ func (s *Store) AccountByAPIKey(ctx context.Context, keyHash resourceapi.TokenHa
 	}
 	acct, err := read()
 	if err == nil {
-		s.cache.storeValue(resourceapi.APIKeys, string(key), fill, keyUser{acct.User.ID(), acct.ExpiresAt}, 32, 0)
+		s.cache.storeValue(resourceapi.Users, string(key), fill, &keyAccount{acct}, accountSize(acct), acct.User.ID())
 	}
 	return acct, err
+}
+
+// accountSize estimates the bytes an account holds besides its entry.
+func accountSize(acct resourceapi.Account) int64 {
+	return recordSize(acct.User) + int64(len(acct.PasswordHash)) + 32*int64(len(acct.Permissions))
 }
 
 // cachedAccount returns the account cached under key, or reads it and caches
@@ -111,8 +114,7 @@ func (s *Store) cachedAccount(ctx context.Context, key []byte, read func() (reso
 	}
 	acct, err := read()
 	if err == nil {
-		size := recordSize(acct.User) + int64(len(acct.PasswordHash)) + 32*int64(len(acct.Permissions))
-		s.cache.storeValue(resourceapi.Users, string(key), fill, acct, size, acct.User.ID())
+		s.cache.storeValue(resourceapi.Users, string(key), fill, acct, accountSize(acct), acct.User.ID())
 	}
 	return acct, err
 }
