@@ -81,6 +81,42 @@ func TestAccessLineAsSlog(t *testing.T) {
 	}
 }
 
+// TestAccessLineTimesInSequence checks the access lines of one handler over
+// times in sequence, as a server writes them: within a second, in another
+// zone at the same second, the next second, back in time, across a change
+// of a zone's offset, and years the short path does not take.
+func TestAccessLineTimesInSequence(t *testing.T) {
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		ny = time.FixedZone("ny", -5*3600)
+	}
+	east := time.FixedZone("east", 5*3600+30*60)
+	base := time.Date(2026, 11, 29, 10, 30, 7, 0, time.UTC)
+	dst := time.Date(2026, 3, 8, 6, 59, 59, 999_000_000, time.UTC) // New York's spring change at 07:00 UTC
+	times := []time.Time{
+		base, base.Add(1), base.Add(5 * time.Millisecond), base.Add(999_999_999),
+		base.In(east), base.Add(123 * time.Millisecond).In(east), base.Add(456 * time.Millisecond),
+		base.Add(time.Second), base.Add(-time.Second + 10*time.Millisecond), base.Add(-24 * time.Hour),
+		base.Local(), base.Add(7 * time.Millisecond).Local(),
+		dst.In(ny), dst.Add(time.Millisecond).In(ny), dst.Add(2 * time.Millisecond).In(ny),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(1969, 12, 31, 23, 59, 59, 500_000_000, time.UTC), time.Date(1969, 12, 31, 23, 59, 59, 600_000_000, time.UTC),
+		time.Now(), time.Now(),
+	}
+	var buf bytes.Buffer
+	h := ownAccessLine(NewAccessLogHandler(&buf, nil, false))
+	f := &accessLineCases[0]
+	for _, end := range times {
+		buf.Reset()
+		if err := h.writeAccess(context.Background(), end, f); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := buf.String(), slogAccessLine(t, false, nil, end, f); got != want {
+			t.Errorf("at %v:\n got %q\nwant %q", end, got, want)
+		}
+	}
+}
+
 // FuzzAccessLine compares the access log's own line with slog's over any
 // attribute values and times.
 func FuzzAccessLine(f *testing.F) {
