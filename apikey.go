@@ -53,21 +53,26 @@ func inTheFuture(v any) string {
 // The hex is encoded on the stack, so that the string is its one
 // allocation.
 func HashToken(secret string) string {
-	h := HashTokenBytes(secret)
+	h := HashTokenBytes(secret).Hex()
 	return string(h[:])
 }
 
-// TokenHash is HashToken's hex as bytes: what an API key is looked up by on
-// every request that carries one (IdentityStore.AccountByAPIKey), passed by
-// value so that it costs no allocation.
-type TokenHash [2 * sha256.Size]byte
+// TokenHash is the SHA-256 of a secret, as bytes: what an API key is looked
+// up by on every request that carries one (IdentityStore.AccountByAPIKey),
+// passed by value so that it costs no allocation. Hex is HashToken's form,
+// the one stored: a store that finds the key in a cache needs none.
+type TokenHash [sha256.Size]byte
 
-// HashTokenBytes is HashToken without the string.
+// HashTokenBytes is HashToken without the hex and the string.
 func HashTokenBytes(secret string) TokenHash {
-	sum := sha256.Sum256([]byte(secret))
-	var h TokenHash
-	hex.Encode(h[:], sum[:])
-	return h
+	return sha256.Sum256([]byte(secret))
+}
+
+// Hex returns h in hex, as HashToken writes it.
+func (h TokenHash) Hex() [2 * sha256.Size]byte {
+	var x [2 * sha256.Size]byte
+	hex.Encode(x[:], h[:])
+	return x
 }
 
 // APIKeys is the declaration of API keys: each belongs to a user and acts as

@@ -14,7 +14,7 @@ type IdentityStore interface {
 	// AccountByID returns the user with this id, or CodeNotFound.
 	AccountByID(ctx context.Context, id int64) (Account, error)
 	// AccountByAPIKey returns the user that owns the API key whose hash
-	// (HashTokenBytes, HashToken's bytes) is keyHash, with the key's
+	// (HashTokenBytes: the SHA-256 whose hex HashToken is) is keyHash, with the key's
 	// expiry in ExpiresAt, or CodeNotFound when no key has it.
 	AccountByAPIKey(ctx context.Context, keyHash TokenHash) (Account, error)
 }

@@ -22,7 +22,12 @@ func (s *Server) logAccess(next http.Handler) http.Handler {
 	h := s.accessLog.Handler()
 	own := ownAccessLine(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
+		// observe, right around this, has read the clock for the start
+		// of the same request: one reading for both.
+		start := infoFrom(r).start
+		if start.IsZero() {
+			start = time.Now()
+		}
 		sw := trackStatus(w, r)
 		defer func() {
 			// Deferred so that an aborted response is logged too; its

@@ -36,6 +36,7 @@ const unmatched = "unmatched"
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		infoFrom(r).start = start // the access log's start too (logAccess)
 		sw := trackStatus(w, r)
 		defer func() {
 			s.observer.Request(methodLabel(r.Method), s.routeOf(r), sw.status, time.Since(start))

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/resourceapi/resourceapi"
@@ -41,6 +42,10 @@ type requestInfo struct {
 	// the router, and the ServeMux pattern that served it ("" for none).
 	routed  bool
 	pattern string
+
+	// start is when observe began the request, which logAccess, inside
+	// it, takes for its own start; zero without an observer.
+	start time.Time
 
 	// The writers that wrap every response live here, so that they come
 	// with this one allocation instead of one each.

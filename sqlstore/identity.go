@@ -80,7 +80,8 @@ func (s *Store) AccountByAPIKey(ctx context.Context, keyHash resourceapi.TokenHa
 		return v.(*keyAccount).acct, nil
 	}
 	read := func() (resourceapi.Account, error) {
-		return s.account(ctx, "k.key_hash = "+s.dialect.Placeholder(1), true, string(keyHash[:]))
+		x := keyHash.Hex() // as stored (resourceapi.HashToken)
+		return s.account(ctx, "k.key_hash = "+s.dialect.Placeholder(1), true, string(x[:]))
 	}
 	if s.accounts != nil && !fill.ok() {
 		var buf [len("key ") + len(keyHash)]byte
