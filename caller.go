@@ -93,6 +93,9 @@ type Caller struct {
 	// provisional is set on a caller authenticated from a cached account
 	// (Service.Authenticate), which the Service confirms before it answers.
 	provisional *provisional
+	// limitKey is UserKey's answer, made once with the caller of an account
+	// (Account.Caller), which a cached account serves every request with.
+	limitKey string
 }
 
 // Can reports whether the caller holds permission p, itself or through a

@@ -71,6 +71,9 @@ func (a Account) newCaller() *Caller {
 	for _, p := range a.Permissions {
 		c.Permissions[p] = true
 	}
+	if c.UserID != 0 {
+		c.limitKey = userKey(c.UserID)
+	}
 	return c
 }
 

@@ -2,6 +2,7 @@ package resourceapi
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -80,6 +81,18 @@ func NewClientBudget(l RateLimiter, client string) *ClientBudget {
 
 // ClientKey is the key under which a client address's budget is kept.
 func ClientKey(client string) string { return "addr:" + client }
+
+// UserKey is the key under which the budget of c's user is kept:
+// "user:<id>". The caller of an account (Account.Caller) has it made once,
+// so that a request of a cached account makes no string for it.
+func UserKey(c *Caller) string {
+	if c.limitKey != "" {
+		return c.limitKey
+	}
+	return userKey(c.UserID)
+}
+
+func userKey(id int64) string { return "user:" + strconv.FormatInt(id, 10) }
 
 // Client returns the address of the client the budget is of.
 func (b *ClientBudget) Client() string { return b.client }

@@ -60,7 +60,7 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 		var key string
 		switch c := infoFrom(r).caller; {
 		case c != nil && c.UserID != 0:
-			key = "user:" + strconv.FormatInt(c.UserID, 10)
+			key = resourceapi.UserKey(c)
 			d, err = s.limiter.AllowN(r.Context(), key, 1)
 		case budget != nil:
 			key = resourceapi.ClientKey(budget.Client())

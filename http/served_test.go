@@ -161,9 +161,11 @@ const maxServedGetAllocs = 25
 // maxServedLimitedGetAllocs is maxServedGetAllocs with serve's default rate
 // limiter: five headers more (one string for their values) make the
 // response's header map a table, which net/http's copy of it allocates for
-// too. 31.0 in the build that set it, and one of slack; 44.0 before, when
-// each header's value had a string and a slice of its own.
-const maxServedLimitedGetAllocs = 32
+// too. 29.0 to 30.0 in the build that set it (the limiter's key made once
+// per cached account, resourceapi.UserKey), and one of slack; 31.0 before,
+// 44.0 before that, when each header's value had a string and a slice of
+// its own.
+const maxServedLimitedGetAllocs = 31
 
 // TestServedGetOverTCPAllocations fails when a GET of one record, served by
 // net/http over a connection as in production, allocates more than
