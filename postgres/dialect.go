@@ -217,6 +217,16 @@ func (dialect) Lock(name string) string {
 	return "SELECT pg_advisory_xact_lock(hashtext('" + name + "'))"
 }
 
+var _ sqlstore.EventPayloadText = dialect{}
+
+// EventPayloadColumn is the text column of the payloads this version
+// records (migration 00048), which no insert parses as JSON.
+func (dialect) EventPayloadColumn() string { return "payload_text" }
+
+// EventPayload reads an event's payload from either column: the events
+// recorded before migration 00048 have theirs in payload, as jsonb.
+func (dialect) EventPayload() string { return "coalesce(payload_text, payload::text)" }
+
 var _ sqlstore.EventHorizon = dialect{}
 
 // EstablishHorizon runs events_establish_horizon (migration 00028): it

@@ -76,8 +76,8 @@ func TestHangUps(t *testing.T) {
 	var users, events, orphans int
 	if err := admin.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM users WHERE email LIKE 'hangup-%'),
-		(SELECT count(*) FROM events e JOIN users u ON u.id = e.record_id WHERE e.resource = 'users' AND e.payload->>'email' = u.email AND u.email LIKE 'hangup-%'),
-		(SELECT count(*) FROM events e WHERE e.resource = 'users' AND e.payload->>'email' LIKE 'hangup-%' AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = e.record_id))`,
+		(SELECT count(*) FROM events e JOIN users u ON u.id = e.record_id WHERE e.resource = 'users' AND e.payload_text::jsonb->>'email' = u.email AND u.email LIKE 'hangup-%'),
+		(SELECT count(*) FROM events e WHERE e.resource = 'users' AND e.payload_text::jsonb->>'email' LIKE 'hangup-%' AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = e.record_id))`,
 	).Scan(&users, &events, &orphans); err != nil {
 		t.Fatal(err)
 	}

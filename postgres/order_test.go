@@ -40,8 +40,8 @@ func beginEvent(t *testing.T, raw *sql.DB) (*sql.Tx, int64) {
 	}
 	t.Cleanup(func() { tx.Rollback() })
 	var id int64
-	err = tx.QueryRow(`INSERT INTO events (name, alias, actor, resource, record_id, payload, created_at)
-		SELECT name, alias, actor, resource, record_id, payload, created_at FROM events ORDER BY id DESC LIMIT 1
+	err = tx.QueryRow(`INSERT INTO events (name, alias, actor, resource, record_id, payload, payload_text, created_at)
+		SELECT name, alias, actor, resource, record_id, payload, payload_text, created_at FROM events ORDER BY id DESC LIMIT 1
 		RETURNING id`).Scan(&id)
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"slices"
 	"strconv"
@@ -107,21 +108,32 @@ func TestEventsPublishedMigration(t *testing.T) {
 	}
 	db.Close()
 
-	// Back to 46, with the last two events unpublished.
-	b, err := fs.ReadFile(postgres.Migrations(), "00047_events_published_cursor.sql")
+	// Back to 46, with the last two events unpublished: the Downs of 47
+	// and of every later migration, the latest first.
+	entries, err := fs.ReadDir(postgres.Migrations(), ".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, down, ok := strings.Cut(string(b), "-- +goose Down\n")
-	if !ok {
-		t.Fatal("migration 47 has no Down")
-	}
 	kept := all[len(all)-2:]
+	back := []string{"UPDATE events_published SET through = " + strconv.FormatInt(kept[0]-1, 10)}
+	for i := len(entries) - 1; i >= 0; i-- {
+		name := entries[i].Name()
+		v, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
+		if err != nil || !strings.HasSuffix(name, ".sql") || v < 47 {
+			continue
+		}
+		b, err := fs.ReadFile(postgres.Migrations(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, down, ok := strings.Cut(string(b), "-- +goose Down\n")
+		if !ok {
+			t.Fatalf("migration %d has no Down", v)
+		}
+		back = append(back, down, fmt.Sprintf("DELETE FROM goose_db_version WHERE version_id = %d", v))
+	}
 	admin := mustAdmin(t, url)
-	for _, q := range []string{
-		"UPDATE events_published SET through = " + strconv.FormatInt(kept[0]-1, 10), down,
-		"DELETE FROM goose_db_version WHERE version_id = 47",
-	} {
+	for _, q := range back {
 		if _, err := admin.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -138,5 +150,47 @@ func TestEventsPublishedMigration(t *testing.T) {
 	defer db.Close()
 	if got := publishAll(t, db, 100); !slices.Equal(got, kept) {
 		t.Fatalf("after the migration, published %v; want %v, the unpublished ones", got, kept)
+	}
+}
+
+// TestEventPayloadIsText: an event's payload is stored as text (migration
+// 00048), never parsed as jsonb, and an event recorded with a jsonb payload
+// (by a version before it) is still published with its record.
+func TestEventPayloadIsText(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	db := mustOpen(t, url)
+	ada := mustCreateIn(t, db, resourceapi.Users, resourceapi.Record{"name": "Ada", "email": "ada@example.com"})
+	admin := mustAdmin(t, url)
+	var jsonb bool
+	var text string
+	if err := admin.QueryRow("SELECT payload IS NOT NULL, payload_text FROM events WHERE resource = 'users' AND record_id = $1", ada.ID()).Scan(&jsonb, &text); err != nil {
+		t.Fatal(err)
+	}
+	if jsonb || !strings.Contains(text, `"email":"ada@example.com"`) {
+		t.Fatalf("payload set: %v, payload_text %q; want no jsonb and the record as text", jsonb, text)
+	}
+	// As a version before 00048 records an event: jsonb, no text.
+	if _, err := admin.Exec(`INSERT INTO events (name, alias, actor, resource, record_id, payload, created_at)
+		SELECT 'users.updated', '', actor, resource, record_id, payload_text::jsonb, created_at FROM events WHERE record_id = $1`, ada.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec("INSERT INTO events (name, resource, record_id, created_at) VALUES ('users.updated', 'users', 1, now())"); err == nil {
+		t.Fatal("an event without a payload was recorded")
+	}
+	var got []resourceapi.Event
+	if _, err := db.PublishEvents(context.Background(), 100, func(_ context.Context, evs []resourceapi.Event) error {
+		got = append(got, evs...)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var records []string
+	for _, ev := range got {
+		if ev.Resource == "users" && ev.Record.ID() == ada.ID() {
+			records = append(records, fmt.Sprint(ev.Name, " ", ev.Record["email"]))
+		}
+	}
+	if want := []string{"users.created ada@example.com", "users.updated ada@example.com"}; !slices.Equal(records, want) {
+		t.Fatalf("published %v; want %v", records, want)
 	}
 }

@@ -32,8 +32,8 @@ func TestFanOutInRecordOrder(t *testing.T) {
 	user := mustUser(t, db, "first@example.com")
 	key := "users/" + strconv.FormatInt(user.ID(), 10)
 	// The record's second event: an update, committed after its creation.
-	if _, err := raw.Exec(`INSERT INTO events (name, alias, actor, resource, record_id, payload, created_at)
-		SELECT 'users.updated', '', actor, resource, record_id, payload, created_at FROM events ORDER BY id DESC LIMIT 1`); err != nil {
+	if _, err := raw.Exec(`INSERT INTO events (name, alias, actor, resource, record_id, payload, payload_text, created_at)
+		SELECT 'users.updated', '', actor, resource, record_id, payload, payload_text, created_at FROM events ORDER BY id DESC LIMIT 1`); err != nil {
 		t.Fatal(err)
 	}
 

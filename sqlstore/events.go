@@ -60,7 +60,11 @@ func eventInsert(d Dialect) string {
 	for i := range ph {
 		ph[i] = d.Placeholder(i + 1)
 	}
-	return "INSERT INTO events (name, alias, actor, resource, record_id, payload, created_at) VALUES (" + join(ph) + ")"
+	payload := "payload"
+	if t, ok := d.(EventPayloadText); ok {
+		payload = t.EventPayloadColumn()
+	}
+	return "INSERT INTO events (name, alias, actor, resource, record_id, " + payload + ", created_at) VALUES (" + join(ph) + ")"
 }
 
 // eventsWritten tells the relay, without blocking, that events committed.
@@ -293,7 +297,7 @@ const publishedThrough = "(SELECT through FROM events_published)"
 // for no bound), at most limit, in id order.
 func (s *Store) pendingEvents(ctx context.Context, q Querier, limit int, after, through int64) ([]resourceapi.Event, error) {
 	b := s.newQuery()
-	b.WriteString("SELECT " + eventColumns + " FROM events WHERE id > ")
+	b.WriteString("SELECT " + s.eventColumns + " FROM events WHERE id > ")
 	if after < 0 {
 		b.WriteString(publishedThrough)
 	} else {
@@ -311,10 +315,16 @@ func (s *Store) pendingEvents(ctx context.Context, q Querier, limit int, after, 
 	return scanEvents(rows)
 }
 
-// eventColumns are the columns scanEvents reads.
-const eventColumns = "id, name, alias, actor, resource, payload, created_at"
+// eventColumns returns the columns scanEvents reads.
+func eventColumns(d Dialect) string {
+	payload := "payload"
+	if t, ok := d.(EventPayloadText); ok {
+		payload = t.EventPayload()
+	}
+	return "id, name, alias, actor, resource, " + payload + ", created_at"
+}
 
-// scanEvents reads the rows of a query of eventColumns.
+// scanEvents reads the rows of a query of Store.eventColumns.
 func scanEvents(rows Rows) ([]resourceapi.Event, error) {
 	var events []resourceapi.Event
 	for rows.Next() {
@@ -419,7 +429,7 @@ func (s *Store) EventsAfter(ctx context.Context, after int64, limit int) ([]reso
 	}
 	var events []resourceapi.Event
 	err := s.reader.Read(ctx, func(ctx context.Context, q Querier) error {
-		rows, err := q.QueryContext(ctx, "SELECT "+eventColumns+" FROM events WHERE id > "+s.dialect.Placeholder(1)+bound+
+		rows, err := q.QueryContext(ctx, "SELECT "+s.eventColumns+" FROM events WHERE id > "+s.dialect.Placeholder(1)+bound+
 			" ORDER BY id LIMIT "+s.dialect.Placeholder(2), after, limit)
 		if err != nil {
 			return err

@@ -254,6 +254,21 @@ type NextIDInline interface {
 	CurrentID(ctx context.Context, tx Querier, res *resourceapi.Resource) (int64, error)
 }
 
+// EventPayloadText is implemented by a Dialect whose events table keeps
+// the payload of the events this version records in a text column of its
+// own (PostgreSQL, migration 00048: jsonb's parse at every insert and its
+// rendering at every read cost more than the rest of an event's insert,
+// and no statement reads into the JSON), the events recorded before in
+// the column payload.
+type EventPayloadText interface {
+	// EventPayloadColumn is the column an event's INSERT writes its
+	// payload to.
+	EventPayloadColumn() string
+	// EventPayload is an expression whose value is an event's payload as
+	// text, whichever column holds it.
+	EventPayload() string
+}
+
 // EventHorizon is implemented by the Dialect of a database whose write
 // transactions run concurrently and may commit their event ids out of
 // order (PostgreSQL, migration 00028: a writer takes its id under a shared
@@ -337,8 +352,9 @@ type Store struct {
 	identity atomic.Int64
 	foreign  func() (uint64, bool)
 	outage   outage
-	// eventInsert is the text of an event's INSERT (recordEvent).
-	eventInsert string
+	// eventInsert is the text of an event's INSERT (recordEvent), and
+	// eventColumns the columns scanEvents reads.
+	eventInsert, eventColumns string
 }
 
 var _ resourceapi.Store = (*Store)(nil)
@@ -405,7 +421,8 @@ func New(cfg Config) *Store {
 		events:  make(chan struct{}, 1),
 		foreign: cfg.ForeignCommits,
 
-		eventInsert: eventInsert(cfg.Dialect),
+		eventInsert:  eventInsert(cfg.Dialect),
+		eventColumns: eventColumns(cfg.Dialect),
 	}
 	s.reader, s.writer = guardedReader{reader, s}, guardedWriter{writer, s}
 	s.outage.log = cfg.Logger

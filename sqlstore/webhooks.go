@@ -592,7 +592,7 @@ func (s *Store) preFan(ctx context.Context, limit int, fan func([]resourceapi.We
 		if f.hooks, err = s.webhooks(ctx, q, "enabled = "+s.dialect.Bool(true), resourceapi.MaxWebhooks); err != nil || len(f.hooks) == 0 {
 			return err
 		}
-		rows, err := q.QueryContext(ctx, "SELECT "+eventColumns+" FROM events WHERE hooked_at IS NULL ORDER BY id LIMIT "+s.dialect.Placeholder(1), limit)
+		rows, err := q.QueryContext(ctx, "SELECT "+s.eventColumns+" FROM events WHERE hooked_at IS NULL ORDER BY id LIMIT "+s.dialect.Placeholder(1), limit)
 		if err != nil {
 			return err
 		}
@@ -735,7 +735,7 @@ func (s *Store) fanOut(ctx context.Context, tx Tx, limit int, fan func([]resourc
 		if err != nil || len(hooks) == 0 {
 			return fail(err)
 		}
-		rows, err := tx.QueryContext(ctx, "SELECT "+eventColumns+" FROM events WHERE hooked_at IS NULL ORDER BY id LIMIT "+
+		rows, err := tx.QueryContext(ctx, "SELECT "+s.eventColumns+" FROM events WHERE hooked_at IS NULL ORDER BY id LIMIT "+
 			s.dialect.Placeholder(1), limit)
 		if err != nil {
 			return fail(err)

@@ -385,8 +385,8 @@ func TestEventStreamCommitOrder(t *testing.T) {
 	}
 	defer tx.Rollback()
 	var held int64 // a copy of the first user's event, its transaction open
-	if err := tx.QueryRow(`INSERT INTO events (name, alias, actor, resource, record_id, payload, created_at)
-		SELECT name, alias, actor, resource, record_id, payload, created_at FROM events WHERE resource = 'users' AND record_id = $1
+	if err := tx.QueryRow(`INSERT INTO events (name, alias, actor, resource, record_id, payload, payload_text, created_at)
+		SELECT name, alias, actor, resource, record_id, payload, payload_text, created_at FROM events WHERE resource = 'users' AND record_id = $1
 		RETURNING id`, first).Scan(&held); err != nil {
 		t.Fatal(err)
 	}
