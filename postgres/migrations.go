@@ -197,29 +197,52 @@ func block(stmt string) string {
 }
 
 // Counts uses row_counts_trigger (00005) where the table has no soft
-// delete, and otherwise a function of its own, as users' (00001), which
-// writes row_counts itself (00041).
+// delete, and otherwise a function of its own, as users' once was (00001),
+// which writes row_counts itself (00041). A searchable table is counted by
+// the function that keeps its search table (Search, RowsFunction), so that
+// an insert or a delete runs one PL/pgSQL trigger, not two (00044).
 func (schema) Counts(t *sqlstore.SchemaTable) string {
+	if len(t.Search) > 0 {
+		return ""
+	}
+	return countTriggers(t)
+}
+
+// countTriggers are the count triggers of a table without search.
+func countTriggers(t *sqlstore.SchemaTable) string {
 	name := t.Name
 	if t.SoftDelete == "" {
 		return "CREATE TRIGGER " + name + "_count AFTER INSERT OR DELETE ON " + name + "\n" +
 			"    FOR EACH ROW EXECUTE FUNCTION row_counts_trigger();\n\n"
 	}
-	res, del := sqlstore.QuoteString(t.Resource), t.SoftDelete
-	return block("CREATE FUNCTION "+name+"_count() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n"+
+	del := t.SoftDelete
+	return block("CREATE OR REPLACE FUNCTION "+name+"_count() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n"+
 		"    IF TG_OP IN ('DELETE', 'UPDATE') THEN\n"+
-		"        INSERT INTO row_counts (resource, deleted, shard, n) VALUES ("+res+", OLD."+del+", OLD.id % 16, -1)\n"+
-		"        ON CONFLICT (resource, deleted, shard) DO UPDATE SET n = row_counts.n - 1;\n"+
+		"        "+countStatement(t, "OLD.", -1)+
 		"    END IF;\n"+
 		"    IF TG_OP IN ('INSERT', 'UPDATE') THEN\n"+
-		"        INSERT INTO row_counts (resource, deleted, shard, n) VALUES ("+res+", NEW."+del+", NEW.id % 16, 1)\n"+
-		"        ON CONFLICT (resource, deleted, shard) DO UPDATE SET n = row_counts.n + 1;\n"+
+		"        "+countStatement(t, "NEW.", 1)+
 		"    END IF;\n"+
 		"    RETURN NULL;\nEND;\n$$;\n") +
 		"CREATE TRIGGER " + name + "_count_insert AFTER INSERT OR DELETE ON " + name + "\n" +
 		"    FOR EACH ROW EXECUTE FUNCTION " + name + "_count();\n" +
 		"CREATE TRIGGER " + name + "_count_update AFTER UPDATE OF " + del + " ON " + name + "\n" +
 		"    FOR EACH ROW WHEN (OLD." + del + " IS DISTINCT FROM NEW." + del + ") EXECUTE FUNCTION " + name + "_count();\n\n"
+}
+
+// countStatement is the statement that counts the record r ("OLD." or
+// "NEW.") of t in row_counts, adding n (1 or -1): one of 16 shards by id,
+// by soft-delete state.
+func countStatement(t *sqlstore.SchemaTable, r string, n int) string {
+	del, sign := "false", "+"
+	if t.SoftDelete != "" {
+		del = r + t.SoftDelete
+	}
+	if n < 0 {
+		sign = "-"
+	}
+	return "INSERT INTO row_counts (resource, deleted, shard, n) VALUES (" + sqlstore.QuoteString(t.Resource) + ", " + del + ", " + r + "id % 16, " + strconv.Itoa(n) + ")\n" +
+		"        ON CONFLICT (resource, deleted, shard) DO UPDATE SET n = row_counts.n " + sign + " 1;\n"
 }
 
 // Retire records deleted ids in retired_ids through retire_id (00008).
@@ -234,25 +257,41 @@ func (schema) Retire(t *sqlstore.SchemaTable) string {
 // column where t has one (so that a search counts its matches in that
 // table alone), and for each searchable column a lower-cased copy
 // (SearchColumn), with one trigram GIN index over the copies and a short
-// pending list (see migrations 00027, 00033 and 00038). One function's
-// triggers write it: after an insert, a delete and a truncate of t (which
-// take the copies along), and after an update of the searchable or
-// soft-delete columns only, so that a write of another column (a PATCH of age) adds no entry
-// to the trigram index, which was half of a write's cost when the copies
-// were columns of t. The store matches q with LIKE on the copies, which
-// PostgreSQL's ILIKE is on a UTF-8 database (lower on both sides, then
-// LIKE), without lower-casing every row it checks. Copies of columns no
-// longer searched are dropped, and the table with the last of them.
+// pending list (see migrations 00027, 00033 and 00038). One function,
+// RowsFunction(t), writes it and t's counts in row_counts (00044): a
+// trigger after an insert or a delete of t (the counts and the copies), one
+// after a truncate (which takes the copies along), and one after an update
+// of the searchable or soft-delete columns only, so that a write of
+// another column (a PATCH of age) adds no entry to the trigram index,
+// which was half of a write's cost when the copies were columns of t. The
+// store matches q with LIKE on the copies, which PostgreSQL's ILIKE is on
+// a UTF-8 database (lower on both sides, then LIKE), without lower-casing
+// every row it checks. Copies of columns no longer searched are dropped,
+// and the table with the last of them (t's count triggers come back,
+// Counts). The search table has no solo_guard: only t's triggers write it
+// (migration 00045, solo.go).
+//
+// Triggers of an earlier form, the search triggers and the count triggers
+// apart (00039, 00041), are dropped wherever this changes t's search, so
+// that a table generated before 00044 takes the one function too.
 func (schema) Search(t *sqlstore.SchemaTable, old []string, existing bool) string {
-	name, side := t.Name, SearchTable(t.Name)
+	name, side, rows := t.Name, SearchTable(t.Name), RowsFunction(t.Name)
 	var b strings.Builder
+	dropEarlier := func() {
+		for _, tg := range []string{side + "_insert", side + "_update", side + "_delete", side + "_truncate", name + "_count", name + "_count_insert", name + "_count_update"} {
+			b.WriteString("DROP TRIGGER IF EXISTS " + tg + " ON " + name + ";\n")
+		}
+		b.WriteString("DROP FUNCTION IF EXISTS " + side + "();\n")
+		b.WriteString("DROP FUNCTION IF EXISTS " + name + "_count();\n")
+	}
 	if len(t.Search) == 0 {
-		b.WriteString("DROP TRIGGER " + side + "_insert ON " + name + ";\n")
-		b.WriteString("DROP TRIGGER " + side + "_update ON " + name + ";\n")
-		b.WriteString("DROP TRIGGER " + side + "_delete ON " + name + ";\n")
-		b.WriteString("DROP TRIGGER " + side + "_truncate ON " + name + ";\n")
-		b.WriteString("DROP FUNCTION " + side + "();\n")
+		dropEarlier()
+		b.WriteString("DROP TRIGGER IF EXISTS " + rows + " ON " + name + ";\n")
+		b.WriteString("DROP TRIGGER IF EXISTS " + rows + "_update ON " + name + ";\n")
+		b.WriteString("DROP TRIGGER IF EXISTS " + rows + "_truncate ON " + name + ";\n")
+		b.WriteString("DROP FUNCTION IF EXISTS " + rows + "();\n")
 		b.WriteString("DROP TABLE " + side + ";\n")
+		b.WriteString(countTriggers(t))
 		return b.String()
 	}
 	// keep lists the columns the table keeps, with the expressions that
@@ -283,9 +322,6 @@ func (schema) Search(t *sqlstore.SchemaTable, old []string, existing bool) strin
 			b.WriteString(",\n    " + SearchColumn(c) + " text")
 		}
 		b.WriteString("\n);\n")
-		// The record cache serves searches: writers other than the solo
-		// holder wait here too (as CreateTable's tables).
-		b.WriteString(soloGuardTrigger(side))
 		if existing {
 			b.WriteString("INSERT INTO " + side + " (id, " + strings.Join(cols, ", ") + ")\n    SELECT id, " + strings.Join(values, ", ") + " FROM " + name + ";\n")
 		}
@@ -309,30 +345,65 @@ func (schema) Search(t *sqlstore.SchemaTable, old []string, existing bool) strin
 			b.WriteString("UPDATE " + side + " s SET " + strings.Join(fill, ", ") + " FROM " + name + " r WHERE r.id = s.id;\n")
 		}
 		b.WriteString(index)
-		b.WriteString("DROP TRIGGER " + side + "_update ON " + name + ";\n")
 	}
-	newCols, newValues := keep("NEW.")
-	sets := make([]string, len(newCols))
-	for i := range newCols {
-		sets[i] = newCols[i] + " = " + newValues[i]
+	if existing {
+		dropEarlier()
+		b.WriteString("DROP TRIGGER IF EXISTS " + rows + " ON " + name + ";\n")
+		b.WriteString("DROP TRIGGER IF EXISTS " + rows + "_update ON " + name + ";\n")
+		b.WriteString("DROP TRIGGER IF EXISTS " + rows + "_truncate ON " + name + ";\n")
 	}
-	b.WriteString("\n" + block("CREATE OR REPLACE FUNCTION "+side+"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n"+
-		"    IF TG_OP = 'INSERT' THEN\n"+
-		"        INSERT INTO "+side+" (id, "+strings.Join(newCols, ", ")+")\n"+
-		"            VALUES (NEW.id, "+strings.Join(newValues, ", ")+");\n"+
-		"    ELSIF TG_OP = 'UPDATE' THEN\n"+
-		"        UPDATE "+side+" SET "+strings.Join(sets, ", ")+" WHERE id = NEW.id;\n"+
-		"    ELSIF TG_OP = 'DELETE' THEN\n"+
-		"        DELETE FROM "+side+" WHERE id = OLD.id;\n"+
-		"    ELSE\n"+
-		"        TRUNCATE "+side+";\n"+
-		"    END IF;\n"+
-		"    RETURN NULL;\nEND;\n$$;\n"))
-	if len(old) == 0 {
-		b.WriteString("CREATE TRIGGER " + side + "_insert AFTER INSERT ON " + name + "\n    FOR EACH ROW EXECUTE FUNCTION " + side + "();\n")
-		b.WriteString("CREATE TRIGGER " + side + "_delete AFTER DELETE ON " + name + "\n    FOR EACH ROW EXECUTE FUNCTION " + side + "();\n")
-		b.WriteString("CREATE TRIGGER " + side + "_truncate AFTER TRUNCATE ON " + name + "\n    FOR EACH STATEMENT EXECUTE FUNCTION " + side + "();\n")
+	b.WriteString("\n" + block(RowsFunctionSQL(t)))
+	b.WriteString(rowsTriggers(t))
+	return b.String()
+}
+
+// RowsFunction returns the name of the function whose triggers keep what
+// follows each record of a searchable table: its count in row_counts and
+// its copies in the search table (Search).
+func RowsFunction(table string) string { return table + "_rows" }
+
+// RowsFunctionSQL returns the CREATE OR REPLACE FUNCTION statement of t's
+// RowsFunction.
+func RowsFunctionSQL(t *sqlstore.SchemaTable) string {
+	side := SearchTable(t.Name)
+	var cols, values, sets []string
+	if t.SoftDelete != "" {
+		cols, values = append(cols, t.SoftDelete), append(values, "NEW."+t.SoftDelete)
 	}
+	for _, c := range t.Search {
+		cols, values = append(cols, SearchColumn(c)), append(values, "lower(NEW."+c+")")
+	}
+	for i := range cols {
+		sets = append(sets, cols[i]+" = "+values[i])
+	}
+	update := ""
+	if t.SoftDelete != "" {
+		update = "        IF OLD." + t.SoftDelete + " IS DISTINCT FROM NEW." + t.SoftDelete + " THEN\n" +
+			"            " + strings.ReplaceAll(countStatement(t, "OLD.", -1), "\n        ", "\n            ") +
+			"            " + strings.ReplaceAll(countStatement(t, "NEW.", 1), "\n        ", "\n            ") +
+			"        END IF;\n"
+	}
+	return "CREATE OR REPLACE FUNCTION " + RowsFunction(t.Name) + "() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n" +
+		"    IF TG_OP = 'INSERT' THEN\n" +
+		"        " + countStatement(t, "NEW.", 1) +
+		"        INSERT INTO " + side + " (id, " + strings.Join(cols, ", ") + ")\n" +
+		"            VALUES (NEW.id, " + strings.Join(values, ", ") + ");\n" +
+		"    ELSIF TG_OP = 'UPDATE' THEN\n" + update +
+		"        UPDATE " + side + " SET " + strings.Join(sets, ", ") + " WHERE id = NEW.id;\n" +
+		"    ELSIF TG_OP = 'DELETE' THEN\n" +
+		"        " + countStatement(t, "OLD.", -1) +
+		"        DELETE FROM " + side + " WHERE id = OLD.id;\n" +
+		"    ELSE\n" +
+		"        TRUNCATE " + side + ";\n" +
+		"    END IF;\n" +
+		"    RETURN NULL;\nEND;\n$$;\n"
+}
+
+// rowsTriggers creates the triggers of t's RowsFunction: after an insert or
+// a delete, after a truncate, and after an update of the searchable or
+// soft-delete columns that changes one of them.
+func rowsTriggers(t *sqlstore.SchemaTable) string {
+	name, rows := t.Name, RowsFunction(t.Name)
 	watched := slices.Clone(t.Search)
 	if t.SoftDelete != "" {
 		watched = append(watched, t.SoftDelete)
@@ -341,9 +412,10 @@ func (schema) Search(t *sqlstore.SchemaTable, old []string, existing bool) strin
 	for i, c := range watched {
 		conds[i] = "OLD." + c + " IS DISTINCT FROM NEW." + c
 	}
-	b.WriteString("CREATE TRIGGER " + side + "_update AFTER UPDATE OF " + strings.Join(watched, ", ") + " ON " + name + "\n" +
-		"    FOR EACH ROW WHEN (" + strings.Join(conds, " OR ") + ")\n    EXECUTE FUNCTION " + side + "();\n")
-	return b.String()
+	return "CREATE TRIGGER " + rows + " AFTER INSERT OR DELETE ON " + name + "\n    FOR EACH ROW EXECUTE FUNCTION " + rows + "();\n" +
+		"CREATE TRIGGER " + rows + "_truncate AFTER TRUNCATE ON " + name + "\n    FOR EACH STATEMENT EXECUTE FUNCTION " + rows + "();\n" +
+		"CREATE TRIGGER " + rows + "_update AFTER UPDATE OF " + strings.Join(watched, ", ") + " ON " + name + "\n" +
+		"    FOR EACH ROW WHEN (" + strings.Join(conds, " OR ") + ")\n    EXECUTE FUNCTION " + rows + "();\n"
 }
 
 // trigramOps returns the key columns of a search table's trigram index:

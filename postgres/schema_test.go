@@ -3,12 +3,15 @@ package postgres_test
 import (
 	"context"
 	"database/sql"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/resourceapi/resourceapi"
 	"github.com/resourceapi/resourceapi/postgres"
 	"github.com/resourceapi/resourceapi/postgres/pgtest"
+	"github.com/resourceapi/resourceapi/sqlstore"
 	"github.com/resourceapi/resourceapi/storetest"
 )
 
@@ -192,7 +195,8 @@ func TestNormalizeEmailsMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Nor the search tables of migration 38 (with the lower-cased copies
-	// of 33): the search indexes covered the columns themselves.
+	// of 33) and the function that writes them and the counts (44): the
+	// search indexes covered the columns themselves.
 	for _, res := range resourceapi.Declared() {
 		var ops []string
 		for _, name := range res.SearchableFields() {
@@ -202,7 +206,7 @@ func TestNormalizeEmailsMigration(t *testing.T) {
 			continue
 		}
 		side := postgres.SearchTable(res.Name)
-		if _, err := raw.ExecContext(ctx, "DROP FUNCTION "+side+"() CASCADE; DROP TABLE "+side+"; CREATE INDEX "+res.Name+"_search ON "+res.Name+
+		if _, err := raw.ExecContext(ctx, "DROP FUNCTION "+postgres.RowsFunction(res.Name)+"() CASCADE; DROP TABLE "+side+"; CREATE INDEX "+res.Name+"_search ON "+res.Name+
 			" USING gin ("+strings.Join(ops, ", ")+") WITH (gin_pending_list_limit = 64)"); err != nil {
 			t.Fatal(err)
 		}
@@ -336,5 +340,77 @@ func TestCountTriggersCallNoFunction(t *testing.T) {
 	}
 	if got, want := count("posts", false), posts+1; got != want {
 		t.Errorf("posts counted %d, want %d", got, want)
+	}
+}
+
+// TestOneRowTriggerPerWrite: an insert into a searchable table runs one
+// row trigger, postgres.RowsFunction, which counts the record and copies
+// it into the search table, not a count trigger and a search trigger, two
+// PL/pgSQL calls (migration 00044); TestSearchTablesFollowWrites and
+// TestCountTriggersCallNoFunction check what they write.
+func TestOneRowTriggerPerWrite(t *testing.T) {
+	db := mustAdmin(t, pgtest.Migrated(t))
+	ctx := context.Background()
+	for _, res := range resourceapi.Declared() {
+		if len(sqlstore.SearchColumns(res)) == 0 {
+			continue
+		}
+		var names []string
+		rows, err := db.QueryContext(ctx, `SELECT tgfoid::regproc::text FROM pg_trigger
+			WHERE tgrelid = $1::regclass AND NOT tgisinternal AND tgtype & 1 = 1 AND tgtype & 2 = 0 AND tgtype & 4 = 4 ORDER BY 1`, res.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, n)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+		if want := []string{postgres.RowsFunction(res.Name)}; !slices.Equal(names, want) {
+			t.Errorf("%s: an insert runs the row triggers %v, want %v", res.Name, names, want)
+		}
+	}
+
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "SET LOCAL track_functions = 'pl'"); err != nil {
+		t.Fatal(err)
+	}
+	var id int64
+	if err := tx.QueryRowContext(ctx, `INSERT INTO users (name, email, email_key, created_at, updated_at)
+		VALUES ('One Trigger', 'one@example.com', 'one@example.com', now(), now()) RETURNING id`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO posts (title, content, author_id, created_at, updated_at) VALUES ('t', 'c', $1, now(), now())", id); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	rows, err := tx.QueryContext(ctx, "SELECT funcname, calls FROM pg_stat_xact_user_functions WHERE funcname <> 'solo_guard'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var n int
+		if err := rows.Scan(&name, &n); err != nil {
+			t.Fatal(err)
+		}
+		got[name] = n
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int{postgres.RowsFunction("users"): 1, postgres.RowsFunction("posts"): 1}; !maps.Equal(got, want) {
+		t.Errorf("an insert of a user and one of a post called %v, want %v", got, want)
 	}
 }

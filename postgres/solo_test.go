@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	rauth "github.com/resourceapi/resourceapi/auth"
 	"github.com/resourceapi/resourceapi/postgres"
 	"github.com/resourceapi/resourceapi/postgres/pgtest"
+	"github.com/resourceapi/resourceapi/sqlstore"
 )
 
 // soloInstance is a store opened with Options.Solo, the Service over it
@@ -308,8 +310,9 @@ func TestSoloReadsAfterAcknowledgedWrites(t *testing.T) {
 }
 
 // TestSoloGuardOncePerTransaction: solo_guard runs once per transaction,
-// however many guarded statements it makes (a user's INSERT fires it on
-// users, on users_search and twice on row_counts, from their triggers),
+// however many guarded statements it makes (two INSERTs and an UPDATE of
+// users; before migration 00045 a user's INSERT fired it on users_search
+// and twice on row_counts too, from users' triggers),
 // and again after a savepoint rolled back undid the first run (migration
 // 00040).
 func TestSoloGuardOncePerTransaction(t *testing.T) {
@@ -389,6 +392,120 @@ func TestWriteTriggersCallWithoutQueries(t *testing.T) {
 		}
 		if strings.Contains(src, "PERFORM") {
 			t.Errorf("%s runs PERFORM:\n%s", fn, src)
+		}
+	}
+}
+
+// TestSoloDerivedTables: row_counts and the search tables carry no
+// solo_guard (migration 00045), because only triggers of guarded tables
+// write them, inside a statement whose own guard passed. It checks that
+// from the catalog (every trigger that runs a function writing one of
+// them, or calling such a function, is on a guarded table), that an
+// instance still becomes the holder (solo.go exempts them), and that a raw
+// insert's count and search copy reach the holder's next lists.
+func TestSoloDerivedTables(t *testing.T) {
+	url := pgtest.Migrated(t)
+	raw := mustOpenRaw(t, url)
+	ctx := context.Background()
+	derived := []string{"row_counts"}
+	for _, res := range resourceapi.Declared() {
+		if len(sqlstore.SearchColumns(res)) > 0 {
+			derived = append(derived, postgres.SearchTable(res.Name))
+		}
+	}
+	for _, table := range derived {
+		var guarded bool
+		if err := raw.QueryRow("SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = $1::regclass AND tgname = 'solo_guard')", table).Scan(&guarded); err != nil {
+			t.Fatal(err)
+		}
+		if guarded {
+			t.Errorf("%s has a solo_guard: only triggers write it, after the guard of their own table", table)
+		}
+	}
+
+	// The functions that write a derived table, and those that call them.
+	src := map[string]string{}
+	rows, err := raw.Query(`SELECT p.proname, p.prosrc FROM pg_proc p
+		WHERE p.pronamespace = current_schema()::regnamespace
+		AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var name, body string
+		if err := rows.Scan(&name, &body); err != nil {
+			t.Fatal(err)
+		}
+		src[name] = body
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+	writers := map[string]bool{}
+	for name, body := range src {
+		for _, table := range derived {
+			if regexp.MustCompile(`(?i)\b(INSERT\s+INTO|UPDATE|DELETE\s+FROM|TRUNCATE)\s+` + table + `\b`).MatchString(body) {
+				writers[name] = true
+			}
+		}
+	}
+	if !writers[postgres.RowsFunction("users")] || !writers["row_counts_trigger"] {
+		t.Fatalf("functions found writing %v: %v; want users_rows and row_counts_trigger among them", derived, writers)
+	}
+	for grew := true; grew; {
+		grew = false
+		for name, body := range src {
+			for w := range writers {
+				if !writers[name] && regexp.MustCompile(`\b`+w+`\s*\(`).MatchString(body) {
+					writers[name], grew = true, true
+				}
+			}
+		}
+	}
+	rows, err = raw.Query(`SELECT t.tgrelid::regclass::text, t.tgname, p.proname FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
+		WHERE NOT t.tgisinternal AND NOT EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = t.tgrelid AND g.tgname = 'solo_guard')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var table, trigger, fn string
+		if err := rows.Scan(&table, &trigger, &fn); err != nil {
+			t.Fatal(err)
+		}
+		if writers[fn] {
+			t.Errorf("trigger %s of %s, a table without solo_guard, runs %s, which writes a table without one", trigger, table, fn)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+
+	a := mustOpenSolo(t, url)
+	list := func(search string) int {
+		t.Helper()
+		page, err := a.db.List(ctx, resourceapi.Users, resourceapi.ListQuery{Limit: 10, Sort: "id", Search: search})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return page.Total
+	}
+	for i, name := range []string{"Derived One", "Derived Two"} {
+		waitHolding(t, a.db)
+		all, found := list(""), list("derived")
+		if found != i {
+			t.Fatalf("q=derived found %d users, want %d", found, i)
+		}
+		if _, err := raw.Exec(`INSERT INTO users (name, email, email_key, created_at, updated_at) VALUES ($1, $2, $2, now(), now())`,
+			name, fmt.Sprintf("derived-%d@example.com", i)); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := list(""), all+1; got != want {
+			t.Errorf("after a raw insert: %d users counted, want %d", got, want)
+		}
+		if got, want := list("DERIVED"), i+1; got != want {
+			t.Errorf("after a raw insert: q=DERIVED found %d users, want %d", got, want)
 		}
 	}
 }
