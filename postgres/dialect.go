@@ -243,11 +243,16 @@ func (dialect) IdentityVersion() string { return "(SELECT version FROM identity_
 
 var _ sqlstore.IdentityConfirm = dialect{}
 
-// ConfirmIdentity runs identity_confirm (migration 00035), which fails with
-// SQLSTATE RA001 unless the identity version is $1.
-func (dialect) ConfirmIdentity() string { return "SELECT identity_confirm($1)" }
+// ConfirmIdentity fails with SQLSTATE RA001 unless the identity version is
+// $1: it reads the version itself and calls identity_moved, which raises
+// the error, only when it differs (migration 00046), where
+// identity_confirm (00035) was a PL/pgSQL call and a query of its own on
+// every confirmed write.
+func (dialect) ConfirmIdentity() string {
+	return "SELECT identity_moved($1) WHERE (SELECT version FROM identity_version) IS DISTINCT FROM $1"
+}
 
-// IdentityMoved reports identity_confirm's failure (SQLSTATE RA001).
+// IdentityMoved reports ConfirmIdentity's failure (SQLSTATE RA001).
 func (dialect) IdentityMoved(err error) bool {
 	var e *pgconn.PgError
 	return errors.As(err, &e) && e.Code == "RA001"

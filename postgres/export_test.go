@@ -79,3 +79,7 @@ func (db *DB) Split() (batch, reads, pool int) {
 
 // Placeholder is the dialect's placeholder of the nth parameter.
 func Placeholder(n int) string { return dialect{}.Placeholder(n) }
+
+// ConfirmIdentityStatement is the statement a confirmed write runs with its
+// commit (sqlstore.IdentityConfirm).
+var ConfirmIdentityStatement = dialect{}.ConfirmIdentity()

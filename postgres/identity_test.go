@@ -206,3 +206,40 @@ func TestWriteConfirmsIdentity(t *testing.T) {
 		t.Errorf("age = %d (%v), want 41", age, err)
 	}
 }
+
+// TestIdentityConfirmCallsNoFunction: the statement a confirmed write runs
+// with its commit calls no function while the identity version is the one
+// it confirms (migration 00046: identity_confirm was a PL/pgSQL call and a
+// query of its own on every such write), and fails with RA001 once the
+// version moved, as TestWriteConfirmsIdentity checks through the store.
+func TestIdentityConfirmCallsNoFunction(t *testing.T) {
+	ctx := context.Background()
+	db := mustAdmin(t, pgtest.Migrated(t))
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "SET LOCAL track_functions = 'pl'"); err != nil {
+		t.Fatal(err)
+	}
+	var v int64
+	if err := tx.QueryRowContext(ctx, "SELECT version FROM identity_version").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, postgres.ConfirmIdentityStatement, v); err != nil {
+		t.Fatalf("confirm the current version %d: %v", v, err)
+	}
+	var calls int
+	if err := tx.QueryRowContext(ctx, "SELECT coalesce(sum(calls), 0) FROM pg_stat_xact_user_functions").Scan(&calls); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 0 {
+		t.Errorf("confirming the current identity version called %d functions, want 0", calls)
+	}
+	_, err = tx.ExecContext(ctx, postgres.ConfirmIdentityStatement, v+1)
+	var state interface{ SQLState() string }
+	if !errors.As(err, &state) || state.SQLState() != "RA001" {
+		t.Errorf("confirm version %d where it is %d: %v, want SQLSTATE RA001", v+1, v, err)
+	}
+}
