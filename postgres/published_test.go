@@ -3,7 +3,6 @@ package postgres_test
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"slices"
 	"strconv"
 	"strings"
@@ -110,28 +109,8 @@ func TestEventsPublishedMigration(t *testing.T) {
 
 	// Back to 46, with the last two events unpublished: the Downs of 47
 	// and of every later migration, the latest first.
-	entries, err := fs.ReadDir(postgres.Migrations(), ".")
-	if err != nil {
-		t.Fatal(err)
-	}
 	kept := all[len(all)-2:]
-	back := []string{"UPDATE events_published SET through = " + strconv.FormatInt(kept[0]-1, 10)}
-	for i := len(entries) - 1; i >= 0; i-- {
-		name := entries[i].Name()
-		v, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
-		if err != nil || !strings.HasSuffix(name, ".sql") || v < 47 {
-			continue
-		}
-		b, err := fs.ReadFile(postgres.Migrations(), name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, down, ok := strings.Cut(string(b), "-- +goose Down\n")
-		if !ok {
-			t.Fatalf("migration %d has no Down", v)
-		}
-		back = append(back, down, fmt.Sprintf("DELETE FROM goose_db_version WHERE version_id = %d", v))
-	}
+	back := append([]string{"UPDATE events_published SET through = " + strconv.FormatInt(kept[0]-1, 10)}, downsFrom(t, 47)...)
 	admin := mustAdmin(t, url)
 	for _, q := range back {
 		if _, err := admin.ExecContext(ctx, q); err != nil {

@@ -393,27 +393,7 @@ func TestSearchTablesMigration(t *testing.T) {
 
 	// Back to 37: the Downs of 38 and of every later migration, the latest
 	// first.
-	entries, err := fs.ReadDir(postgres.Migrations(), ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back []string
-	for i := len(entries) - 1; i >= 0; i-- {
-		name := entries[i].Name()
-		v, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
-		if err != nil || !strings.HasSuffix(name, ".sql") || v < 38 {
-			continue
-		}
-		b, err := fs.ReadFile(postgres.Migrations(), name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, down, ok := strings.Cut(string(b), "-- +goose Down\n")
-		if !ok {
-			t.Fatalf("migration %d has no Down", v)
-		}
-		back = append(back, down, fmt.Sprintf("DELETE FROM goose_db_version WHERE version_id = %d", v))
-	}
+	back := downsFrom(t, 38)
 	admin := mustAdmin(t, url)
 	for _, q := range append(back,
 		`INSERT INTO users (name, email, email_key, created_at, updated_at, deleted)
@@ -461,4 +441,34 @@ func TestSearchTablesMigration(t *testing.T) {
 	if err != nil || len(page.Records) != 1 || page.Records[0].ID() != product.ID() {
 		t.Errorf("products q=MARK II: %v, %v; want product %d", page.Records, err, product.ID())
 	}
+}
+
+// downsFrom returns the statements that take a database migrated to the
+// latest version back to from-1: the Down of from and of every later
+// migration, the latest first, each followed by the removal of its row in
+// goose_db_version.
+func downsFrom(t *testing.T, from int) []string {
+	t.Helper()
+	entries, err := fs.ReadDir(postgres.Migrations(), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back []string
+	for i := len(entries) - 1; i >= 0; i-- {
+		name := entries[i].Name()
+		v, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
+		if err != nil || !strings.HasSuffix(name, ".sql") || v < from {
+			continue
+		}
+		b, err := fs.ReadFile(postgres.Migrations(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, down, ok := strings.Cut(string(b), "-- +goose Down\n")
+		if !ok {
+			t.Fatalf("migration %d has no Down", v)
+		}
+		back = append(back, down, fmt.Sprintf("DELETE FROM goose_db_version WHERE version_id = %d", v))
+	}
+	return back
 }
