@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,14 +18,20 @@ import (
 )
 
 // copyMigrations copies the released SQLite migrations into a new directory
-// and adds a migration written by hand after them, as another branch may.
-func copyMigrations(t *testing.T) string {
+// and adds a migration written by hand after them, as another branch may. It
+// returns the directory and the number the next migration should take: two
+// after the highest released.
+func copyMigrations(t *testing.T) (dir, next string) {
 	t.Helper()
-	dir := t.TempDir()
+	dir = t.TempDir()
 	released := sqlite.Migrations()
+	highest := 0
 	err := fs.WalkDir(released, ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
+		}
+		if n, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0]); err == nil {
+			highest = max(highest, n)
 		}
 		b, err := fs.ReadFile(released, name)
 		if err != nil {
@@ -34,10 +42,14 @@ func copyMigrations(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "00042_by_hand.sql"), []byte("-- +goose Up\nSELECT 1;\n"), 0o644); err != nil {
+	if highest == 0 {
+		t.Fatal("no numbered migration released")
+	}
+	byHand := fmt.Sprintf("%05d_by_hand.sql", highest+1)
+	if err := os.WriteFile(filepath.Join(dir, byHand), []byte("-- +goose Up\nSELECT 1;\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return dir
+	return dir, fmt.Sprintf("%05d", highest+2)
 }
 
 func files(t *testing.T, dir string) []string {
@@ -57,14 +69,14 @@ func files(t *testing.T, dir string) []string {
 // migration, numbered after the highest present, and the new snapshot; then
 // nothing, once they are written.
 func TestRun(t *testing.T) {
-	dir := copyMigrations(t)
+	dir, next := copyMigrations(t)
 	before := files(t, dir)
 	resources := append(resourceapi.Declared(), storetest.Gadgets())
 	var out bytes.Buffer
 	if err := run([]string{"-dialect", "sqlite", "-dir", dir}, &out, resources); err != nil {
 		t.Fatal(err)
 	}
-	migration := filepath.Join(dir, "00043_gadgets.sql")
+	migration := filepath.Join(dir, next+"_gadgets.sql")
 	b, err := os.ReadFile(migration)
 	if err != nil {
 		t.Fatalf("no migration written: %v (output %q, files %v)", err, out.String(), files(t, dir))
@@ -76,7 +88,7 @@ func TestRun(t *testing.T) {
 	if got := mustSnapshot(t, os.DirFS(dir)).JSON(); !bytes.Equal(got, sqlstore.SnapshotOf(resources).JSON()) {
 		t.Errorf("the snapshot written is not that of the declarations:\n%s", got)
 	}
-	if got, want := files(t, dir), append(slices.Clone(before), "00043_gadgets.sql"); !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+	if got, want := files(t, dir), append(slices.Clone(before), next+"_gadgets.sql"); !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
 		t.Errorf("files = %v, want %v", got, want)
 	}
 	if !strings.Contains(out.String(), "wrote "+migration) {
@@ -95,7 +107,7 @@ func TestRun(t *testing.T) {
 // TestRunRefused checks that a change the generator refuses writes nothing
 // and says how to go on, and that -record then records the declarations.
 func TestRunRefused(t *testing.T) {
-	dir := copyMigrations(t)
+	dir, _ := copyMigrations(t)
 	snapshot := filepath.Join(dir, sqlstore.SnapshotFile)
 	old, err := os.ReadFile(snapshot)
 	if err != nil {
