@@ -10,6 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // BackupOptions configure Backup.
@@ -71,28 +74,30 @@ func Backup(ctx context.Context, path, dst string, opts BackupOptions) (err erro
 		return fmt.Errorf("backup sqlite: %w", err)
 	}
 	defer conn.Close()
-	var pages, free, pageSize int64
-	if err := conn.QueryRowContext(ctx,
-		"SELECT (SELECT page_count FROM pragma_page_count), (SELECT freelist_count FROM pragma_freelist_count), (SELECT page_size FROM pragma_page_size)",
-	).Scan(&pages, &free, &pageSize); err != nil {
-		return fmt.Errorf("backup sqlite: %s: %w", path, err)
-	}
-	total := (pages - free) * pageSize
-
 	tmp := filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".partial-"+rand.Text()[:8])
 	defer func() {
 		if err != nil {
 			os.Remove(tmp)
 		}
 	}()
-	if opts.Progress != nil {
-		opts.Progress(0, total)
+	// SQLITE_PROTOCOL: a reader could not take its place in the WAL while
+	// the server's checkpoints and commits moved it, after SQLite's own
+	// retries (a machine under load). SQLite documents it as one to try
+	// again, so the copy is tried again from its start, a few times.
+	for attempt := 1; ; attempt++ {
+		err = copyInto(ctx, conn, path, tmp, opts.Progress)
+		if err == nil || !lockingProtocol(err) || attempt == backupAttempts {
+			break
+		}
+		os.Remove(tmp)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("backup sqlite: %w", ctx.Err())
+		case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+		}
 	}
-	stop := watchProgress(tmp, total, opts.Progress)
-	_, err = conn.ExecContext(ctx, "VACUUM INTO ?", tmp)
-	stop()
 	if err != nil {
-		return fmt.Errorf("backup sqlite: %s: %w", path, err)
+		return err
 	}
 	// VACUUM INTO does not sync what it wrote: the copy must be on disk
 	// before its name says it is complete.
@@ -171,4 +176,36 @@ func syncFile(path string) error {
 	}
 	err = f.Sync()
 	return errors.Join(err, f.Close())
+}
+
+// backupAttempts is how many times Backup tries its copy when SQLite
+// answers SQLITE_PROTOCOL.
+const backupAttempts = 5
+
+// lockingProtocol reports SQLite's SQLITE_PROTOCOL (15).
+func lockingProtocol(err error) bool {
+	var e *sqlite.Error
+	return errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_PROTOCOL
+}
+
+// copyInto writes the database of conn, read in one transaction, to tmp
+// with VACUUM INTO, and reports its progress as Backup's.
+func copyInto(ctx context.Context, conn *sql.Conn, path, tmp string, progress func(written, total int64)) error {
+	var pages, free, pageSize int64
+	if err := conn.QueryRowContext(ctx,
+		"SELECT (SELECT page_count FROM pragma_page_count), (SELECT freelist_count FROM pragma_freelist_count), (SELECT page_size FROM pragma_page_size)",
+	).Scan(&pages, &free, &pageSize); err != nil {
+		return fmt.Errorf("backup sqlite: %s: %w", path, err)
+	}
+	total := (pages - free) * pageSize
+	if progress != nil {
+		progress(0, total)
+	}
+	stop := watchProgress(tmp, total, progress)
+	_, err := conn.ExecContext(ctx, "VACUUM INTO ?", tmp)
+	stop()
+	if err != nil {
+		return fmt.Errorf("backup sqlite: %s: %w", path, err)
+	}
+	return nil
 }
