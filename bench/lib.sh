@@ -130,8 +130,10 @@ start_server() {
 # bench/statements.sh traces), in the order each round runs them (writes
 # last, so that the reads of every round see the same rows), each
 # "name|server|method|path|body". Servers: bare, sqlite and pg (resourceapi),
-# pb (PocketBase), pgl (PostGraphile). See bench/peers.lua for ${id},
-# ${pbid}, ${page}, ${age} and ${seq}.
+# pb (PocketBase), pgl (PostGraphile), and floor: pgbench on PostgreSQL
+# alone, running the script bench/pgfloor/PATH.sql (no HTTP, no resourceapi
+# process; see bench/peers.sh). See bench/peers.lua for ${id}, ${pbid},
+# ${page}, ${age} and ${seq}.
 peer_workloads() {
 	user_post='{"name":"Load ${seq}","email":"load-${seq}@load.test","age":30}'
 	gql_get='{"query":"query($id: ID!) { user(id: $id) { name email } }","variables":{"id":"${id}"}}'
@@ -152,6 +154,8 @@ peer_workloads() {
 		"sqlite-gql-get|sqlite|POST|/graphql|$gql_get"
 		'sqlite-gql-list|sqlite|POST|/graphql|{"query":"{ users(limit: 20) { id name posts { title } } }"}'
 		"sqlite-page3|sqlite|GET|/api/users?page=3&limit=20|"
+		"pg-floor|floor|-|plain|"
+		"pg-floor-schema|floor|-|schema|"
 		"pg-post|pg|POST|/api/users|$user_post"
 		"pg-patch|pg|PATCH|/api/users/\${id}|"'{"age":${age}}'
 		"sqlite-post|sqlite|POST|/api/users|$user_post"

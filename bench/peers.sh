@@ -31,7 +31,20 @@
 # PostgreSQL over its Unix socket instead of TCP on 127.0.0.1). BENCH_PG_SOLO
 # (on or off: RESOURCEAPI_POSTGRES_SOLO of resourceapi and its baseline;
 # off measures PostgreSQL without the record cache, as with two
-# instances). RESOURCEAPI_* variables pass through to the servers.
+# instances). BENCH_FLOOR_CLIENTS (8, resourceapi's default pool: the
+# pgbench clients of pg-floor and pg-floor-schema). RESOURCEAPI_* variables
+# pass through to the servers.
+#
+# pg-floor and pg-floor-schema are PostgreSQL alone, on the same machine in
+# the same round, with no HTTP and no resourceapi process: pgbench runs a
+# create and its event in one transaction, sent in one round trip, from
+# BENCH_FLOOR_CLIENTS connections, on plain tables (bench/pgfloor/plain.sql:
+# the least such a durable write asks of PostgreSQL) and on a database that
+# resourceapi's migrations made, with the statements of its POST
+# (bench/pgfloor/schema.sql: every index and trigger of the schema). They
+# say what the machine's PostgreSQL can do at most, which pg-post's target
+# cannot exceed; they need pgbench (Debian's postgresql-client) and are
+# skipped without it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -312,6 +325,35 @@ fi
 
 selected() { [ -z "$only" ] || [[ ",$only," == *",${1#base-},"* ]]; }
 
+# The floors' databases: plain tables, and resourceapi's schema with the
+# data set's number of users (the count, search and index entries a create
+# adds to).
+floor_clients=${BENCH_FLOOR_CLIENTS:-8}
+floor_dbs=()
+if selected pg-floor || selected pg-floor-schema; then
+	if ! command -v pgbench >/dev/null; then
+		say "no pgbench (Debian's postgresql-client): pg-floor and pg-floor-schema are skipped"
+		mine=()
+		for w in "${workloads[@]}"; do
+			IFS='|' read -r name server rest <<<"$w"
+			[ "$server" = floor ] || mine+=("$w")
+		done
+		workloads=("${mine[@]}")
+	else
+		say "the floors' databases: plain tables, and resourceapi's schema with $users users"
+		floor_plain_db=${pg_db}_floor
+		floor_schema_db=${pg_db}_floor_schema
+		new_pg_db "$floor_plain_db"
+		new_pg_db "$floor_schema_db"
+		floor_dbs=("$floor_plain_db" "$floor_schema_db")
+		timeout 60 psql -h 127.0.0.1 -U root -d "$floor_plain_db" -q -f bench/pgfloor/plain-setup.sql
+		RESOURCEAPI_DATABASE_URL="$pg/$floor_schema_db?sslmode=disable" timeout 300 "$bin" migrate >>"$work/floor.log" 2>&1
+		timeout 300 psql -h 127.0.0.1 -U root -d "$floor_schema_db" -q -c "INSERT INTO users (name, email, email_key, age, created_at, updated_at)
+			SELECT 'User ' || i, 'user' || i || '@example.com', 'user' || i || '@example.com', 18 + i % 70, now(), now()
+			FROM generate_series(1, $users) i" -c "VACUUM ANALYZE"
+	fi
+fi
+
 # server_of SERVER sets url, pid, auth (a header), db (PostgreSQL database
 # whose statistics the run reads, or empty) and pprof.
 server_of() {
@@ -335,6 +377,7 @@ fill() { local s=${1//\$\{id\}/42}; s=${s//\$\{pbid\}/u00000000000042}; s=${s//\
 for w in "${workloads[@]}"; do
 	IFS='|' read -r name server method path body <<<"$w"
 	selected "$name" || continue
+	[ "$server" != floor ] || continue
 	server_of "$server"
 	args=(-s -o "$work/check.body" -w '%{http_code}' -X "$method" --max-time 10)
 	[ -n "$auth" ] && args+=(-H "$auth")
@@ -387,6 +430,33 @@ measure() {
 	printf '%-15s round %s: %s\n' "$name" "$round" "$(tail -n 1 "$out/results.txt" | grep -o 'requests=[0-9]*\|p99_us=[0-9]*\|status=[0-9]*\|load=[^ ]*' | tr '\n' ' ')"
 }
 
+# measure_floor NAME SCRIPT ROUND: pgbench with bench/pgfloor/SCRIPT.sql on
+# its database, a warm-up, then the measured run, appended to results.txt
+# like measure's (pgbench's own CPU as the load generator's; the latencies
+# from its per-transaction log).
+measure_floor() {
+	local name=$1 script=bench/pgfloor/$2.sql round=$3 db p0 p1 b0 b1 t0 t1 st0 st1 done failed lat
+	case $2 in plain) db=$floor_plain_db ;; *) db=$floor_schema_db ;; esac
+	local args=(-h 127.0.0.1 -U root -n -M prepared -c "$floor_clients" -j 1 -f "$script" "$db")
+	timeout 60 pgbench "${args[@]}" -T "${warmup%s}" >/dev/null 2>>"$work/floor.log"
+	rm -f "$work"/pgbench_log.*
+	st0=$(pg_stats "$db")
+	p0=$(pg_ticks) b0=$(busy_ticks) t0=$(date +%s%N)
+	TIMEFORMAT='%3U %3S'
+	{ time timeout 120 pgbench "${args[@]}" -T "${duration%s}" -l --log-prefix="$work/pgbench_log" >"$work/pgbench.out" 2>>"$work/floor.log"; } 2>"$work/wrk.time"
+	b1=$(busy_ticks) t1=$(date +%s%N) p1=$(pg_ticks)
+	st1=$(pg_stats "$db")
+	done=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$work/pgbench.out")
+	failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$work/pgbench.out")
+	# Each log line: client, transaction, latency (µs), script, time.
+	lat=$(cat "$work"/pgbench_log.* | awk '{ print $3 }' | sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) { print "0 0 0"; exit } i = int(NR * 0.99 + 0.5); if (i < 1) i = 1; print v[int((NR + 1) / 2)], v[i], v[NR] }')
+	read -r p50 p99 pmax <<<"$lat"
+	read -r ss0 xa0 <<<"$st0"
+	read -r ss1 xa1 <<<"$st1"
+	echo "round=$round name=$name requests=${done:-0} duration_us=$(((t1 - t0) / 1000)) p50_us=$p50 p99_us=$p99 max_us=$pmax status=${failed:-0} server_ticks=0 pg_ticks=$((p1 - p0)) busy_ticks=$((b1 - b0)) busy_ms=$(((t1 - t0) / 1000000)) cores=$(nproc) clk_tck=$clk_tck wrk_ms=$(awk '{ printf "%d", ($1 + $2) * 1000 }' "$work/wrk.time") sessions=$((ss1 - ss0)) xacts=$((xa1 - xa0)) load=$(load_average | tr ' ' _)" >>"$out/results.txt"
+	printf '%-15s round %s: %s\n' "$name" "$round" "$(tail -n 1 "$out/results.txt" | grep -o 'requests=[0-9]*\|p99_us=[0-9]*\|status=[0-9]*\|load=[^ ]*' | tr '\n' ' ')"
+}
+
 say "load: wrk -t1 -c$conns, $warmup warm-up, $duration measured, $rounds rounds"
 for round in $(seq "$rounds"); do
 	# Each round's writes (pg-post, pg-patch) leave thousands of new and
@@ -398,12 +468,17 @@ for round in $(seq "$rounds"); do
 	if [ "$round" -gt 1 ]; then
 		timeout 300 psql -h 127.0.0.1 -U root -d "$pg_db" -q -c "VACUUM ANALYZE"
 		[ -z "$baseline" ] || timeout 300 psql -h 127.0.0.1 -U root -d "$bpg_db" -q -c "VACUUM ANALYZE"
+		for db in ${floor_dbs[@]+"${floor_dbs[@]}"}; do timeout 300 psql -h 127.0.0.1 -U root -d "$db" -q -c "VACUUM ANALYZE"; done
 	fi
 	say "round $round: load average $(load_average)"
 	echo "# round $round: $(uptime)" >>"$out/results.txt"
 	for w in "${workloads[@]}"; do
 		IFS='|' read -r name server method path body <<<"$w"
 		selected "$name" || continue
+		if [ "$server" = floor ]; then
+			measure_floor "$name" "$path" "$round"
+			continue
+		fi
 		measure "$name" "$server" "$method" "$path" "$body" "$round"
 	done
 done

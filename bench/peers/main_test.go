@@ -213,7 +213,34 @@ func TestTable(t *testing.T) {
 		}
 	}
 	// Comparisons without a target are left out when not run.
-	if strings.Contains(out, "pg-search-none") {
+	if strings.Contains(out, "pg-search-none") || strings.Contains(out, "pg-floor") {
 		t.Errorf("table shows a comparison that was not run:\n%s", out)
+	}
+}
+
+// TestTableFloors: pg-post against PostgreSQL alone (bench/pgfloor), shown
+// for the rounds that ran both, as a comparison without a target.
+func TestTableFloors(t *testing.T) {
+	runs, err := parseResults(strings.NewReader(`
+round=1 name=pg-floor requests=40000 duration_us=10000000 p50_us=2000 p99_us=9000 max_us=20000 status=0 server_ticks=0 pg_ticks=1500 busy_ticks=2000 busy_ms=10000 cores=2 clk_tck=100 wrk_ms=500
+round=1 name=pg-floor-schema requests=20000 duration_us=10000000 p50_us=4000 p99_us=9000 max_us=20000 status=0 server_ticks=0 pg_ticks=1800 busy_ticks=2000 busy_ms=10000 cores=2 clk_tck=100 wrk_ms=500
+round=1 name=pg-post requests=15000 duration_us=10000000 p50_us=40000 p99_us=90000 max_us=200000 status=0 connect=0 read=0 write=0 timeout=0 server_ticks=600 pg_ticks=1300 busy_ticks=2000 busy_ms=10000 cores=2 clk_tck=100 wrk_ms=100
+round=2 name=pg-post requests=16000 duration_us=10000000 p50_us=40000 p99_us=90000 max_us=200000 status=0 connect=0 read=0 write=0 timeout=0 server_ticks=600 pg_ticks=1300 busy_ticks=2000 busy_ms=10000 cores=2 clk_tck=100 wrk_ms=100
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	printTable(&b, runs)
+	out := b.String()
+	for _, want := range []string{
+		"pg-floor        1          4000",
+		"pg-post >= 0x pg-floor-schema                 0.75x                          pg-floor-schema not run        (no target)",
+		"pg-floor-schema >= 0x pg-floor                0.50x                          not run                        (no target)",
+		"pg-post >= 3000 req/s                         1500 req/s FAIL                1600 req/s FAIL                fail",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
 	}
 }
