@@ -158,6 +158,7 @@ peer_workloads() {
 		"pg-floor-schema|floor|-|schema|"
 		"pg-post|pg|POST|/api/users|$user_post"
 		"pg-patch|pg|PATCH|/api/users/\${id}|"'{"age":${age}}'
+		"pg-floor-patch|floor|-|schema-patch|"
 		"sqlite-post|sqlite|POST|/api/users|$user_post"
 		"pb-post|pb|POST|/api/collections/people/records|$user_post"
 	)

@@ -35,13 +35,14 @@
 # pgbench clients of pg-floor and pg-floor-schema). RESOURCEAPI_* variables
 # pass through to the servers.
 #
-# pg-floor and pg-floor-schema are PostgreSQL alone, on the same machine in
+# pg-floor, pg-floor-schema and pg-floor-patch are PostgreSQL alone, on the same machine in
 # the same round, with no HTTP and no resourceapi process: pgbench runs a
 # create and its event in one transaction, sent in one round trip, from
 # BENCH_FLOOR_CLIENTS connections, on plain tables (bench/pgfloor/plain.sql:
 # the least such a durable write asks of PostgreSQL) and on a database that
 # resourceapi's migrations made, with the statements of its POST
-# (bench/pgfloor/schema.sql: every index and trigger of the schema). They
+# (bench/pgfloor/schema.sql: every index and trigger of the schema), and
+# pg-floor-patch the statements of its PATCH there (schema-patch.sql). They
 # say what the machine's PostgreSQL can do at most, which pg-post's target
 # cannot exceed; they need pgbench (Debian's postgresql-client) and are
 # skipped without it.
@@ -330,9 +331,9 @@ selected() { [ -z "$only" ] || [[ ",$only," == *",${1#base-},"* ]]; }
 # adds to).
 floor_clients=${BENCH_FLOOR_CLIENTS:-8}
 floor_dbs=()
-if selected pg-floor || selected pg-floor-schema; then
+if selected pg-floor || selected pg-floor-schema || selected pg-floor-patch; then
 	if ! command -v pgbench >/dev/null; then
-		say "no pgbench (Debian's postgresql-client): pg-floor and pg-floor-schema are skipped"
+		say "no pgbench (Debian's postgresql-client): pg-floor, pg-floor-schema and pg-floor-patch are skipped"
 		mine=()
 		for w in "${workloads[@]}"; do
 			IFS='|' read -r name server rest <<<"$w"
@@ -437,7 +438,7 @@ measure() {
 measure_floor() {
 	local name=$1 script=bench/pgfloor/$2.sql round=$3 db p0 p1 b0 b1 t0 t1 st0 st1 done failed lat
 	case $2 in plain) db=$floor_plain_db ;; *) db=$floor_schema_db ;; esac
-	local args=(-h 127.0.0.1 -U root -n -M prepared -c "$floor_clients" -j 1 -f "$script" "$db")
+	local args=(-h 127.0.0.1 -U root -n -M prepared -c "$floor_clients" -j 1 -D "users=$users" -f "$script" "$db")
 	timeout 60 pgbench "${args[@]}" -T "${warmup%s}" >/dev/null 2>>"$work/floor.log"
 	rm -f "$work"/pgbench_log.*
 	st0=$(pg_stats "$db")

@@ -531,6 +531,7 @@ var targets = []target{
 	// what resourceapi's schema costs against plain tables.
 	{name: "pg-post", of: "pg-floor-schema"},
 	{name: "pg-floor-schema", of: "pg-floor"},
+	{name: "pg-patch", of: "pg-floor-patch"},
 }
 
 // verdict is a target's outcome in one round.
