@@ -28,7 +28,10 @@
 # of the same run), BENCH_NO_PEERS=1 (neither PocketBase nor PostGraphile:
 # resourceapi, its baseline and the bare handler only), BENCH_PG_SOCKET (a
 # directory such as /var/run/postgresql: resourceapi and its baseline reach
-# PostgreSQL over its Unix socket instead of TCP on 127.0.0.1). BENCH_PG_SOLO
+# PostgreSQL over its Unix socket instead of TCP on 127.0.0.1),
+# BENCH_PG_PARAMS (parameters added to the database URL of resourceapi and
+# its baseline, e.g. pool_max_conns=64 for a pool of 64 connections; the
+# default is 8 per core). BENCH_PG_SOLO
 # (on or off: RESOURCEAPI_POSTGRES_SOLO of resourceapi and its baseline;
 # off measures PostgreSQL without the record cache, as with two
 # instances). BENCH_FLOOR_CLIENTS (8, resourceapi's default pool: the
@@ -216,12 +219,13 @@ start_resourceapi() {
 
 # pg_dsn DB: resourceapi's URL of database DB: over TCP on loopback, or
 # over PostgreSQL's Unix socket in the directory BENCH_PG_SOCKET (e.g.
-# /var/run/postgresql), which spares each round trip the loopback TCP stack.
+# /var/run/postgresql), which spares each round trip the loopback TCP stack;
+# BENCH_PG_PARAMS (e.g. pool_max_conns=64) is added to its query.
 pg_dsn() {
 	if [ -n "${BENCH_PG_SOCKET:-}" ]; then
-		echo "postgres://root@/$1?host=$BENCH_PG_SOCKET&sslmode=disable"
+		echo "postgres://root@/$1?host=$BENCH_PG_SOCKET&sslmode=disable${BENCH_PG_PARAMS:+&$BENCH_PG_PARAMS}"
 	else
-		echo "$pg/$1?sslmode=disable"
+		echo "$pg/$1?sslmode=disable${BENCH_PG_PARAMS:+&$BENCH_PG_PARAMS}"
 	fi
 }
 

@@ -36,7 +36,7 @@ func GenerateMigration(old *sqlstore.Snapshot, resources []*resourceapi.Resource
 // schema is PostgreSQL's sqlstore.SchemaDialect, in the conventions of the
 // migrations written by hand: identity ids (their sequence is what Create
 // takes ids from), timestamptz, jsonb lists, counts in row_counts through
-// row_counts_add, a pg_trgm GIN index for search, and deferred constraint
+// triggers (CountShard), a pg_trgm GIN index for search, and deferred constraint
 // triggers that move the identity version (00007).
 type schema struct{}
 
@@ -230,9 +230,18 @@ func countTriggers(t *sqlstore.SchemaTable) string {
 		"    FOR EACH ROW WHEN (OLD." + del + " IS DISTINCT FROM NEW." + del + ") EXECUTE FUNCTION " + name + "_count();\n\n"
 }
 
+// CountShard is the shard of row_counts that a count trigger adds its 1 or
+// -1 to (migration 00050): one of 64 by the backend's process id, so that
+// each connection keeps to its own row and concurrent writers do not wait
+// for each other's row lock until commit, where id % 16 (00001 to 00044)
+// put 32 or 64 writers on 16 rows. Any shard may hold any delta (a delete
+// need not find its insert's shard): only the sum over a resource's shards
+// is read (sqlstore's count), so the scheme can change without a recount.
+const CountShard = "pg_backend_pid() % 64"
+
 // countStatement is the statement that counts the record r ("OLD." or
-// "NEW.") of t in row_counts, adding n (1 or -1): one of 16 shards by id,
-// by soft-delete state.
+// "NEW.") of t in row_counts, adding n (1 or -1), by soft-delete state, in
+// the connection's shard (CountShard).
 func countStatement(t *sqlstore.SchemaTable, r string, n int) string {
 	del, sign := "false", "+"
 	if t.SoftDelete != "" {
@@ -241,7 +250,7 @@ func countStatement(t *sqlstore.SchemaTable, r string, n int) string {
 	if n < 0 {
 		sign = "-"
 	}
-	return "INSERT INTO row_counts (resource, deleted, shard, n) VALUES (" + sqlstore.QuoteString(t.Resource) + ", " + del + ", " + r + "id % 16, " + strconv.Itoa(n) + ")\n" +
+	return "INSERT INTO row_counts (resource, deleted, shard, n) VALUES (" + sqlstore.QuoteString(t.Resource) + ", " + del + ", " + CountShard + ", " + strconv.Itoa(n) + ")\n" +
 		"        ON CONFLICT (resource, deleted, shard) DO UPDATE SET n = row_counts.n " + sign + " 1;\n"
 }
 

@@ -78,6 +78,7 @@ func TestGeneratedMigration(t *testing.T) {
 		store, db := mustOpenMigrated(t, url, released, first)
 		storetest.CheckGenerated(t, db, introspection, store, gadgets)
 		mustSearchTriggers(t, db, gadgets)
+		mustCountShards(t, db, postgres.RowsFunction(gadgets.Name))
 		owner := mustCreateIn(t, store, resourceapi.Users, resourceapi.Record{"name": "Jacquard", "email": "jacquard@example.com"})
 		loom = mustCreateIn(t, store, gadgets, resourceapi.Record{"owner_id": owner.ID(), "name": "Loom", "weight": int64(900), "color": "green"})
 
@@ -103,6 +104,7 @@ func TestGeneratedMigration(t *testing.T) {
 		store, db := mustOpenMigrated(t, url, released, first, second)
 		storetest.CheckGenerated(t, db, introspection, store, changed)
 		mustSearchTriggers(t, db, changed)
+		mustCountShards(t, db, postgres.RowsFunction(changed.Name))
 		got, err := store.Get(context.Background(), changed, loom.ID())
 		if err != nil {
 			t.Fatal(err)
