@@ -44,9 +44,16 @@ func (dialect) Bool(b bool) string { return strconv.FormatBool(b) }
 
 // Search matches the records whose lower-cased copies of the searchable
 // columns, in their search table (see schema.Search), match the pattern:
-// the ids of SearchMatch's rows.
+// the ids of SearchMatch's rows, an array (an InitPlan) that the record's
+// table looks up by its primary key, or with its other filters' indexes.
+// With id IN, a semi-join, the planner could instead walk the records'
+// rows (by a filter's index, a role every user has) and look each one up
+// in the search table by id, reading it all, when the trigram index's
+// pending list made the index look dear (docs/performance.md, "pgpending");
+// alone in its subquery, the search table has no path but the trigram
+// index once sequential scans are priced out (pool.go, searchPlan).
 func (d dialect) Search(q *sqlstore.Query, res *resourceapi.Resource, s string) string {
-	return "id IN (SELECT id FROM " + SearchTable(res.Name) + " WHERE " + d.SearchMatch(q, res, s) + ")"
+	return "id = ANY(ARRAY(SELECT id FROM " + SearchTable(res.Name) + " WHERE " + d.SearchMatch(q, res, s) + "))"
 }
 
 var _ sqlstore.SearchTable = dialect{}

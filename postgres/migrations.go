@@ -265,8 +265,10 @@ func (schema) Retire(t *sqlstore.SchemaTable) string {
 // WAL record and a trigger of their own, migration 00039), the soft-delete
 // column where t has one (so that a search counts its matches in that
 // table alone), and for each searchable column a lower-cased copy
-// (SearchColumn), with one trigram GIN index over the copies and a short
-// pending list (see migrations 00027, 00033 and 00038). One function,
+// (SearchColumn), with one trigram GIN index over the copies and a pending
+// list of 1 MB (see migrations 00033, 00038 and 00049; the store plans its
+// searches without sequential scans, so the list's length does not decide
+// the plan). One function,
 // RowsFunction(t), writes it and t's counts in row_counts (00044): a
 // trigger after an insert or a delete of t (the counts and the copies), one
 // after a truncate (which takes the copies along), and one after an update
@@ -315,7 +317,7 @@ func (schema) Search(t *sqlstore.SchemaTable, old []string, existing bool) strin
 		return cols, values
 	}
 	cols, values := keep("")
-	index := "CREATE INDEX " + side + "_trgm ON " + side + " USING gin (" + trigramOps(t.Search) + ") WITH (gin_pending_list_limit = 64);\n"
+	index := "CREATE INDEX " + side + "_trgm ON " + side + " USING gin (" + trigramOps(t.Search) + ") WITH (gin_pending_list_limit = 1024);\n"
 	if len(old) == 0 {
 		b.WriteString("CREATE TABLE " + side + " (\n    id bigint PRIMARY KEY")
 		if t.SoftDelete != "" {

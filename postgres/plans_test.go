@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -104,7 +105,8 @@ func mustFlushStats(t *testing.T, admin *sql.DB) {
 // their entries waited in the index's pending list (4 MB by default), which
 // every search read through and which made the planner price the index
 // above a sequential scan that tested every row with ILIKE (migration 00027
-// bounds it to 64 kB).
+// bounded it to 64 kB; 00049 lets it grow to 1 MB, and the store plans its
+// searches without sequential scans: TestSearchFullPendingList).
 func TestSearchAfterWrites(t *testing.T) {
 	ctx := context.Background()
 	db, admin := mustSeeded(t, 1)
@@ -144,6 +146,116 @@ func TestSearchAfterWrites(t *testing.T) {
 	if reads > 2000 {
 		t.Errorf("the search read %d rows of users and users_search, want at most 2,000 (its matches)", reads)
 	}
+}
+
+// TestSearchFullPendingList checks that a search takes the trigram index
+// when its plan is made with the index's pending list full: 1 MB (migration
+// 00049, on every search table), the entries of about 1,900 users written
+// since the last vacuum, which PostgreSQL prices as 128 random reads per
+// bitmap scan of the index, two per search (name, e-mail). Over 10,000
+// users the planner then priced a sequential scan of users_search below
+// the index and read its every row, in a generic plan (no filter but the
+// status) and in a custom one (a role), until the store planned its
+// searches without sequential scans (searchPlan in pool.go).
+func TestSearchFullPendingList(t *testing.T) {
+	ctx := context.Background()
+	db, admin := mustSeeded(t, 1)
+	// The list's size, on every search table of a declared resource.
+	for _, res := range resourceapi.Declared() {
+		if len(res.SearchableFields()) == 0 {
+			continue
+		}
+		var options string
+		if err := admin.QueryRowContext(ctx, `SELECT coalesce(array_to_string(reloptions, ','), '') FROM pg_class WHERE oid = $1::regclass`,
+			postgres.SearchTable(res.Name)+"_trgm").Scan(&options); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(strings.Split(options, ","), "gin_pending_list_limit=1024") {
+			t.Errorf("%s_trgm: options %v, want gin_pending_list_limit=1024", postgres.SearchTable(res.Name), options)
+		}
+	}
+	for _, q := range []string{
+		`ALTER TABLE users SET (autovacuum_enabled = false)`,
+		`ALTER TABLE users_search SET (autovacuum_enabled = false)`,
+		`INSERT INTO users (name, email, email_key, age, roles, created_at, updated_at)
+		 SELECT 'User ' || lpad(i::text, 5, '0') || CASE WHEN i % 8 = 0 THEN ' Abc' ELSE '' END,
+		        'user' || lpad(i::text, 5, '0') || '@example.com', 'user' || lpad(i::text, 5, '0') || '@example.com',
+		        18 + i % 70, '["user"]', now(), now()
+		 FROM generate_series(1, 10000) i`,
+		`VACUUM ANALYZE users, users_search`,
+		// 1,800 POSTs since: about 120 of the list's 128 pages, which one
+		// statement fills without moving them into the index.
+		`INSERT INTO users (name, email, email_key, age, roles, created_at, updated_at)
+		 SELECT 'Load ' || i, 'load-' || i || '@load.test', 'load-' || i || '@load.test', 30, '["user"]', now(), now()
+		 FROM generate_series(1, 1800) i`,
+	} {
+		if _, err := admin.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	var role, status *resourceapi.Filter
+	for i, f := range resourceapi.Users.Filters {
+		switch f.Param {
+		case "role":
+			role = &resourceapi.Users.Filters[i]
+		case "status":
+			status = &resourceapi.Users.Filters[i]
+		}
+	}
+	for _, c := range []struct {
+		q      string
+		active bool   // status=active, as a request has by default: the walk
+		role   string // a filter whose value chooses the plan: not a generic one
+	}{
+		{"abc", false, ""},
+		{"abc", true, ""},
+		{"load-1", false, ""},
+		{"load-17", false, "user"},
+	} {
+		var total int
+		if err := admin.QueryRowContext(ctx, `SELECT count(*) FROM users WHERE name ILIKE $1 OR email ILIKE $1`, "%"+c.q+"%").Scan(&total); err != nil {
+			t.Fatal(err)
+		}
+		lq := resourceapi.ListQuery{Limit: 20, Sort: "name", Desc: true, Search: c.q}
+		if c.active {
+			lq.Filters = append(lq.Filters, resourceapi.FilterValue{Filter: status, Value: resourceapi.StatusActive})
+		}
+		if c.role != "" {
+			lq.Filters = append(lq.Filters, resourceapi.FilterValue{Filter: role, Value: c.role})
+		}
+		before := mustSearchTableReads(t, admin)
+		page, err := db.List(ctx, resourceapi.Users, lq)
+		if err != nil || page.Total != total || len(page.Records) != 20 {
+			t.Fatalf("q=%s role=%s: %d records of %d, %v; want 20 of %d", c.q, c.role, len(page.Records), page.Total, err, total)
+		}
+		var reads int64
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			// The store's session reports its statistics when it goes idle.
+			if reads = mustSearchTableReads(t, admin) - before; reads > 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		// The matches, counted then sorted (no status filter: no index
+		// gives the order) or walked: not the 11,800 rows of a sequential
+		// scan, once for the count and once for the sort.
+		if limit := int64(2*total + 200); reads > limit {
+			t.Errorf("q=%s role=%s read %d rows of users_search, want at most %d (its matches)", c.q, c.role, reads, limit)
+		}
+	}
+}
+
+// mustSearchTableReads returns the rows of users_search read so far, by
+// any scan.
+func mustSearchTableReads(t *testing.T, admin *sql.DB) int64 {
+	t.Helper()
+	mustFlushStats(t, admin)
+	var n int64
+	if err := admin.QueryRowContext(context.Background(), `SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0)
+		FROM pg_stat_user_tables WHERE relname = 'users_search'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // TestListEachOneStatement: a batched list (the posts of a GraphQL page of

@@ -248,6 +248,21 @@ type querier struct {
 // the pool with PostgreSQL's default (auto), whatever happens.
 const genericPlan = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"
 
+// searchPlan is genericPlan for a search (sqlstore.SearchPlan), and
+// searchCustomPlan the setting of a search whose filters' values choose its
+// plan: either is planned without sequential scans, so that it takes the
+// trigram index of the search table whatever the length of the index's
+// pending list when it is planned (PostgreSQL prices the list's pages as
+// random reads, and a longer list made a scan of the whole search table
+// look cheaper: docs/performance.md, "pgpending"). The other scans of a
+// search are by index already (the sort's, the primary keys'); a table
+// without an index a scan could take is still scanned (the setting only
+// prices a sequential scan out).
+const (
+	searchPlan       = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)"
+	searchCustomPlan = "SELECT set_config('enable_seqscan', 'off', true)"
+)
+
 func (q querier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	tag, err := q.q.Exec(ctx, query, args...)
 	if err != nil {
@@ -257,14 +272,24 @@ func (q querier) ExecContext(ctx context.Context, query string, args ...any) (sq
 }
 
 func (q querier) QueryContext(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
-	if q.plans && sqlstore.GenericPlan(ctx) && len(args) > 0 {
+	// A statement without parameters needs no generic plan's setting:
+	// PostgreSQL makes its plan once and always runs it (a custom plan is
+	// made only for parameters' values).
+	var setting string
+	switch generic := sqlstore.GenericPlan(ctx) && len(args) > 0; {
+	case !q.plans:
+	case sqlstore.SearchPlan(ctx) && generic:
+		setting = searchPlan
+	case sqlstore.SearchPlan(ctx):
+		setting = searchCustomPlan
+	case generic:
+		setting = genericPlan
+	}
+	if setting != "" {
 		// One round trip: the setting and the query in one pipeline,
-		// which PostgreSQL runs as one implicit transaction. A statement
-		// without parameters needs no setting: PostgreSQL makes its plan
-		// once and always runs it (a custom plan is made only for
-		// parameters' values).
+		// which PostgreSQL runs as one implicit transaction.
 		b := &pgx.Batch{}
-		b.Queue(genericPlan)
+		b.Queue(setting)
 		b.Queue(query, args...)
 		br := q.q.SendBatch(ctx, b)
 		if _, err := br.Exec(); err != nil {

@@ -485,8 +485,15 @@ func (s *Store) List(ctx context.Context, res *resourceapi.Resource, lq resource
 func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource, lq resourceapi.ListQuery) (resourceapi.Page, error) {
 	cols := s.readColumns(res)
 	q := s.newQuery()
+	var plan planKind
 	if planFree(lq) {
-		ctx = context.WithValue(ctx, genericPlanKey{}, true)
+		plan |= genericPlan
+	}
+	if lq.Search != "" {
+		plan |= searchPlan
+	}
+	if plan != 0 {
+		ctx = context.WithValue(ctx, genericPlanKey{}, plan)
 	}
 	if ids, ok := s.dialect.(IDsFirst); ok && ids.IDsFirst() && (lq.Search != "" || lq.Offset >= deepOffset) {
 		s.idsFirst(q, cols, res, lq, s.versionColumn(s.identityCheck(ctx)))
@@ -519,6 +526,15 @@ func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource,
 }
 
 type genericPlanKey struct{}
+
+// planKind is the value under genericPlanKey, what GenericPlan and
+// SearchPlan report: a byte, which a context holds without an allocation.
+type planKind uint8
+
+const (
+	genericPlan planKind = 1 << iota // GenericPlan
+	searchPlan                       // SearchPlan
+)
 
 type oneRowKey struct{}
 
@@ -554,8 +570,27 @@ func OneRow(ctx context.Context) bool {
 // column's statistics) cost more than running it: 100 µs of 200 for page 3,
 // four fifths of a search that matches nothing.
 func GenericPlan(ctx context.Context) bool {
-	v, _ := ctx.Value(genericPlanKey{}).(bool)
-	return v
+	v, _ := ctx.Value(genericPlanKey{}).(planKind)
+	return v&genericPlan != 0
+}
+
+// SearchPlan reports whether the statement run with ctx is a search (q),
+// which should find its matches through the search index whatever the
+// planner makes of the index's price: a Reader may plan it with sequential
+// scans disabled (postgres: enable_seqscan). Its plan cannot see q (the
+// pattern is a parameter, lower-cased in an InitPlan), so it is made for
+// every q alike, and PostgreSQL prices a GIN index's pending list (the
+// entries of recent writes, which every scan of it reads) as random reads
+// at planning time: a generic plan, made once per connection, depended on
+// how full the list was when that connection first planned it, and with a
+// longer list it scanned the whole search table. The search tables have no
+// other index a scan could take without a condition on it (their primary
+// key is looked up by id only), so the plan is the trigram index's at every
+// fill of the list; the statement's other scans are by the sort's index or
+// by id.
+func SearchPlan(ctx context.Context) bool {
+	v, _ := ctx.Value(genericPlanKey{}).(planKind)
+	return v&searchPlan != 0
 }
 
 // planFree reports whether lq's statement has the same best plan whatever
