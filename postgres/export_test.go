@@ -83,3 +83,7 @@ func Placeholder(n int) string { return dialect{}.Placeholder(n) }
 // ConfirmIdentityStatement is the statement a confirmed write runs with its
 // commit (sqlstore.IdentityConfirm).
 var ConfirmIdentityStatement = dialect{}.ConfirmIdentity()
+
+// SearchSettings are the statements that go before a search's in its
+// pipeline: with a generic plan, and with custom plans.
+var SearchSettings = []string{searchPlan, searchCustomPlan}
