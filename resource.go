@@ -674,8 +674,11 @@ func (r *Resource) SearchableFields() []string {
 
 // HiddenFrom reports whether rec is a record of r that c may not see: a
 // Hidden record, and c neither an admin nor its owner. A nil rec is not.
+// The caller is asked first: for an admin the record's fields are not read,
+// which a GET of a cached record would otherwise do only here (its
+// rendering is cached beside it), at the cost of a cache miss or two.
 func (r *Resource) HiddenFrom(c *Caller, rec Record) bool {
-	if r.Hidden == "" || rec == nil || !rec.Bool(r.Hidden) || c.IsAdmin() {
+	if r.Hidden == "" || rec == nil || c.IsAdmin() || !rec.Bool(r.Hidden) {
 		return false
 	}
 	owner := r.OwnerOf(rec)
