@@ -68,13 +68,56 @@ func (dialect) SearchTable(res *resourceapi.Resource) string { return SearchTabl
 // it checks: the recheck of the trigram index's matches cost about half.
 // The pattern is lower-cased once per statement (an InitPlan): lower($1)
 // itself, in a generic plan, is evaluated again for every row.
+//
+// A q in which pg_trgm finds no trigram (SearchIndexed) is matched with
+// strpos instead, the same substring test in a form the trigram index
+// cannot serve: its statement is another text, with a plan of its own
+// (a scan of the search table), where LIKE would share the trigram
+// index's generic plan, and the index, asked for a pattern without a
+// trigram, reads every entry it holds (q=ab over 136,000 copies: 2.2 s
+// against 83 ms for the scan).
 func (dialect) SearchMatch(q *sqlstore.Query, res *resourceapi.Resource, s string) string {
-	p := "(SELECT lower(" + q.Arg(sqlstore.LikePattern(s)) + "))"
 	var ors []string
+	if !SearchIndexed(s) {
+		p := "(SELECT lower(" + q.Arg(s) + "))"
+		for _, col := range sqlstore.SearchColumns(res) {
+			ors = append(ors, "strpos("+SearchColumn(col)+", "+p+") > 0")
+		}
+		return "(" + strings.Join(ors, " OR ") + ")"
+	}
+	p := "(SELECT lower(" + q.Arg(sqlstore.LikePattern(s)) + "))"
 	for _, col := range sqlstore.SearchColumns(res) {
 		ors = append(ors, SearchColumn(col)+" LIKE "+p)
 	}
 	return "(" + strings.Join(ors, " OR ") + ")"
+}
+
+var _ sqlstore.SearchIndex = dialect{}
+
+// SearchIndexed implements sqlstore.SearchIndex.
+func (dialect) SearchIndexed(q string) bool { return SearchIndexed(q) }
+
+// SearchIndexed reports whether the trigram indexes serve a search for q:
+// whether pg_trgm surely finds a trigram in its LIKE pattern (%q%), which
+// it does in three ASCII letters or digits in a row (it splits a pattern
+// into words of letters and digits; a word between wildcards gives
+// trigrams only from three characters on). Other patterns may have
+// trigrams too (words ended by a space, letters outside ASCII in most
+// locales); they are searched without the index, as a q of one or two
+// characters must be.
+func SearchIndexed(q string) bool {
+	run := 0
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
+			if run++; run == 3 {
+				return true
+			}
+			continue
+		}
+		run = 0
+	}
+	return false
 }
 
 func (dialect) Contains(q *sqlstore.Query, column, value string) string {

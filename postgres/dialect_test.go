@@ -26,3 +26,17 @@ func TestPlaceholder(t *testing.T) {
 		t.Fatalf("Placeholder: %.1f allocations, want 0", a)
 	}
 }
+
+// TestSearchIndexed: a q has a trigram for pg_trgm when it has three ASCII
+// letters or digits in a row; otherwise it is searched without the index.
+func TestSearchIndexed(t *testing.T) {
+	for q, want := range map[string]bool{
+		"abc": true, "ABC": true, "x1y": true, "user00042": true, "a b cde": true, "@example.com": true,
+		"": false, "a": false, "ab": false, "ab cd": false, "a.b.c": false, "1@2": false, "%_\\": false,
+		"été": false, "日本語": false,
+	} {
+		if got := postgres.SearchIndexed(q); got != want {
+			t.Errorf("SearchIndexed(%q) = %v, want %v", q, got, want)
+		}
+	}
+}

@@ -495,3 +495,60 @@ func TestCreateAllocations(t *testing.T) {
 		t.Errorf("a Create took %.0f allocations, want at most 170", allocs)
 	}
 }
+
+// TestSearchWithoutTrigram: a q in which pg_trgm finds no trigram (one or
+// two characters, or characters apart) is matched without the trigram
+// index, whose search for such a pattern reads every entry it holds
+// (seconds on a large table), while a q with a trigram takes it; both find
+// what a substring test of the lower-cased name or email finds. The index's
+// scans are counted from PostgreSQL's statistics, which a session reports
+// when it goes idle (at once, or within 10 s when it reported less than a
+// second before): what searches without a trigram and one with add must be
+// what the one with a trigram adds alone.
+func TestSearchWithoutTrigram(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, admin := mustSeeded(t, 1, `INSERT INTO users (name, email, email_key, age, created_at, updated_at)
+		 SELECT 'User ' || lpad(i::text, 5, '0') || CASE WHEN i % 8 = 0 THEN ' Abc' ELSE '' END,
+		        'user' || lpad(i::text, 5, '0') || '@example.com', 'user' || lpad(i::text, 5, '0') || '@example.com',
+		        18 + i % 70, now(), now()
+		 FROM generate_series(1, 2000) i`, `VACUUM ANALYZE users, users_search`)
+	search := func(q string, total int) {
+		t.Helper()
+		page, err := db.List(ctx, resourceapi.Users, resourceapi.ListQuery{Limit: 20, Sort: "name", Desc: true, Search: q})
+		if err != nil || page.Total != total {
+			t.Fatalf("q=%s: %d records of %d, %v; want a total of %d", q, len(page.Records), page.Total, err, total)
+		}
+	}
+	scans := func() (n int64) {
+		t.Helper()
+		mustFlushStats(t, admin)
+		if err := admin.QueryRowContext(ctx, `SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'users_search_trgm'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// settled waits for the store's session to report what it did, then
+	// for what it may report later, and returns the index's scans.
+	settled := func(above int64) int64 {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); scans() <= above; time.Sleep(200 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the trigram index's scans stayed at %d", above)
+			}
+		}
+		time.Sleep(11 * time.Second)
+		return scans()
+	}
+	search("abc", 2000/8)
+	alone := settled(0)
+	search("ab", 2000/8)  // " Abc"
+	search("Ab", 2000/8)  // lower-cased as the copies are
+	search("1@", 2000/10) // the emails of users 1, 11, 21...
+	search("r 0", 2000)   // "user 00042": words of one character
+	search("a.b.c", 0)
+	search("example", 2000) // every user's email: another q, the same plan
+	if with := settled(alone) - alone; with != alone {
+		t.Errorf("searches without a trigram took the trigram index: %d scans with one search with a trigram, %d for it alone", with, alone)
+	}
+}

@@ -489,7 +489,7 @@ func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource,
 	if planFree(lq) {
 		plan |= genericPlan
 	}
-	if lq.Search != "" {
+	if lq.Search != "" && searchIndexed(s.dialect, lq.Search) {
 		plan |= searchPlan
 	}
 	if plan != 0 {
@@ -526,6 +526,19 @@ func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource,
 }
 
 type genericPlanKey struct{}
+
+// SearchIndex is implemented by a dialect whose search index serves only
+// some values of q (PostgreSQL's trigram indexes: a q with a trigram). A
+// search the index does not serve is not a SearchPlan: it is not planned
+// to take the index.
+type SearchIndex interface {
+	SearchIndexed(q string) bool
+}
+
+func searchIndexed(d Dialect, q string) bool {
+	si, ok := d.(SearchIndex)
+	return !ok || si.SearchIndexed(q)
+}
 
 // planKind is the value under genericPlanKey, what GenericPlan and
 // SearchPlan report: a byte, which a context holds without an allocation.
