@@ -195,23 +195,12 @@ func TestTargets(t *testing.T) {
 }
 
 func TestTable(t *testing.T) {
-	runs, err := parseResults(strings.NewReader(sampleResults))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	printTable(&b, runs)
-	out := b.String()
-	for _, want := range []string{
+	out := mustTable(t, sampleResults,
 		"pg-get          1         10000",
 		"pg-get >= 0.3x bare                           0.33x ok                       0.27x FAIL                     mixed",
 		"pg-search >= 1500 req/s, p99 < 100 ms",
 		"pg-post >= 3000 req/s                         not run                        not run                        not measured",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("table lacks %q:\n%s", want, out)
-		}
-	}
+	)
 	// Comparisons without a target are left out when not run.
 	if strings.Contains(out, "pg-search-none") || strings.Contains(out, "pg-floor") {
 		t.Errorf("table shows a comparison that was not run:\n%s", out)
@@ -221,26 +210,34 @@ func TestTable(t *testing.T) {
 // TestTableFloors: pg-post against PostgreSQL alone (bench/pgfloor), shown
 // for the rounds that ran both, as a comparison without a target.
 func TestTableFloors(t *testing.T) {
-	runs, err := parseResults(strings.NewReader(`
+	mustTable(t, `
 round=1 name=pg-floor requests=40000 duration_us=10000000 p50_us=2000 p99_us=9000 max_us=20000 status=0 server_ticks=0 pg_ticks=1500 busy_ticks=2000 busy_ms=10000 cores=2 clk_tck=100 wrk_ms=500
 round=1 name=pg-floor-schema requests=20000 duration_us=10000000 p50_us=4000 p99_us=9000 max_us=20000 status=0 server_ticks=0 pg_ticks=1800 busy_ticks=2000 busy_ms=10000 cores=2 clk_tck=100 wrk_ms=500
 round=1 name=pg-post requests=15000 duration_us=10000000 p50_us=40000 p99_us=90000 max_us=200000 status=0 connect=0 read=0 write=0 timeout=0 server_ticks=600 pg_ticks=1300 busy_ticks=2000 busy_ms=10000 cores=2 clk_tck=100 wrk_ms=100
 round=2 name=pg-post requests=16000 duration_us=10000000 p50_us=40000 p99_us=90000 max_us=200000 status=0 connect=0 read=0 write=0 timeout=0 server_ticks=600 pg_ticks=1300 busy_ticks=2000 busy_ms=10000 cores=2 clk_tck=100 wrk_ms=100
-`))
+`,
+		"pg-floor        1          4000",
+		"pg-post >= 0x pg-floor-schema                 0.75x                          pg-floor-schema not run        (no target)",
+		"pg-floor-schema >= 0x pg-floor                0.50x                          not run                        (no target)",
+		"pg-post >= 3000 req/s                         1500 req/s FAIL                1600 req/s FAIL                fail",
+	)
+}
+
+// mustTable prints the table of results and checks that it holds each of
+// want; it returns the table.
+func mustTable(t *testing.T, results string, want ...string) string {
+	t.Helper()
+	runs, err := parseResults(strings.NewReader(results))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
 	printTable(&b, runs)
 	out := b.String()
-	for _, want := range []string{
-		"pg-floor        1          4000",
-		"pg-post >= 0x pg-floor-schema                 0.75x                          pg-floor-schema not run        (no target)",
-		"pg-floor-schema >= 0x pg-floor                0.50x                          not run                        (no target)",
-		"pg-post >= 3000 req/s                         1500 req/s FAIL                1600 req/s FAIL                fail",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("table lacks %q:\n%s", want, out)
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("table lacks %q:\n%s", w, out)
 		}
 	}
+	return out
 }
