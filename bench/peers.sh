@@ -34,7 +34,7 @@
 # default is 8 per core). BENCH_PG_SOLO
 # (on or off: RESOURCEAPI_POSTGRES_SOLO of resourceapi and its baseline;
 # off measures PostgreSQL without the record cache, as with two
-# instances). BENCH_FLOOR_CLIENTS (8, resourceapi's default pool: the
+# instances). BENCH_FLOOR_CLIENTS (8 per core, resourceapi's default pool: the
 # pgbench clients of pg-floor and pg-floor-schema). RESOURCEAPI_* variables
 # pass through to the servers.
 #
@@ -333,7 +333,7 @@ selected() { [ -z "$only" ] || [[ ",$only," == *",${1#base-},"* ]]; }
 # The floors' databases: plain tables, and resourceapi's schema with the
 # data set's number of users (the count, search and index entries a create
 # adds to).
-floor_clients=${BENCH_FLOOR_CLIENTS:-8}
+floor_clients=${BENCH_FLOOR_CLIENTS:-$((8 * $(nproc)))}
 floor_dbs=()
 if selected pg-floor || selected pg-floor-schema || selected pg-floor-patch; then
 	if ! command -v pgbench >/dev/null; then
