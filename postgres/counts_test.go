@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -246,4 +247,84 @@ func mustCountsExact(t *testing.T, db *sql.DB, table, del string) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestCountsAfterTruncate: a TRUNCATE of a counted table, which fires no
+// row trigger, empties its count as well (migration 00051): before, after
+// TRUNCATE users CASCADE the counts went on counting every user, post and
+// key. Every counted table of the released schema has the trigger.
+func TestCountsAfterTruncate(t *testing.T) {
+	t.Parallel()
+	db := mustAdmin(t, pgtest.Migrated(t))
+	ctx := context.Background()
+	for _, q := range []string{
+		`INSERT INTO users (name, email, email_key, created_at, updated_at)
+		 SELECT 'User ' || i, 'user' || i || '@example.com', 'user' || i || '@example.com', now(), now() FROM generate_series(1, 5) i`,
+		`UPDATE users SET deleted = true WHERE id = (SELECT min(id) FROM users)`,
+		`INSERT INTO posts (author_id, title, content, created_at, updated_at) SELECT id, 'Post', 'Text', now(), now() FROM users`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	tables := mustCountsTruncate(t, db, "users", "posts", "api_keys", "orders")
+	check := func(when string) {
+		t.Helper()
+		for _, table := range tables {
+			var counted, rows int64
+			if err := db.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0) FROM row_counts WHERE resource = $1`, table).Scan(&counted); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.QueryRowContext(ctx, `SELECT count(*) FROM `+table).Scan(&rows); err != nil {
+				t.Fatal(err)
+			}
+			if counted != rows {
+				t.Errorf("%s: %s counts %d rows, holds %d", when, table, counted, rows)
+			}
+		}
+	}
+	check("before the truncate")
+	if _, err := db.ExecContext(ctx, `TRUNCATE users CASCADE`); err != nil {
+		t.Fatal(err)
+	}
+	check("after TRUNCATE users CASCADE")
+}
+
+// mustCountsTruncate checks that every table of db's schema that a count
+// trigger counts has the trigger that empties its count after a TRUNCATE
+// (row_counts_truncated, migration 00051), and that the tables named in
+// want are among them; it returns those tables.
+func mustCountsTruncate(t *testing.T, db *sql.DB, want ...string) []string {
+	t.Helper()
+	rows, err := db.Query(`SELECT c.relname, bool_or(p.proname = 'row_counts_truncated' AND (g.tgtype & 32) <> 0)
+		FROM pg_class c JOIN pg_trigger g ON g.tgrelid = c.oid JOIN pg_proc p ON p.oid = g.tgfoid
+		WHERE c.relnamespace = current_schema()::regnamespace AND NOT g.tgisinternal
+		GROUP BY c.relname
+		HAVING bool_or(p.prosrc LIKE '%INSERT INTO row_counts%' OR p.prosrc LIKE '%row_counts_add(%')
+		ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var tables []string
+	for rows.Next() {
+		var table string
+		var truncated bool
+		if err := rows.Scan(&table, &truncated); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, table)
+		if !truncated {
+			t.Errorf("%s is counted in row_counts, and no trigger empties its count after a TRUNCATE", table)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range want {
+		if !slices.Contains(tables, w) {
+			t.Errorf("counted tables %v lack %s", tables, w)
+		}
+	}
+	return tables
 }

@@ -213,7 +213,7 @@ func countTriggers(t *sqlstore.SchemaTable) string {
 	name := t.Name
 	if t.SoftDelete == "" {
 		return "CREATE TRIGGER " + name + "_count AFTER INSERT OR DELETE ON " + name + "\n" +
-			"    FOR EACH ROW EXECUTE FUNCTION row_counts_trigger();\n\n"
+			"    FOR EACH ROW EXECUTE FUNCTION row_counts_trigger();\n" + countsTruncate(t) + "\n"
 	}
 	del := t.SoftDelete
 	return block("CREATE OR REPLACE FUNCTION "+name+"_count() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n"+
@@ -227,7 +227,18 @@ func countTriggers(t *sqlstore.SchemaTable) string {
 		"CREATE TRIGGER " + name + "_count_insert AFTER INSERT OR DELETE ON " + name + "\n" +
 		"    FOR EACH ROW EXECUTE FUNCTION " + name + "_count();\n" +
 		"CREATE TRIGGER " + name + "_count_update AFTER UPDATE OF " + del + " ON " + name + "\n" +
-		"    FOR EACH ROW WHEN (OLD." + del + " IS DISTINCT FROM NEW." + del + ") EXECUTE FUNCTION " + name + "_count();\n\n"
+		"    FOR EACH ROW WHEN (OLD." + del + " IS DISTINCT FROM NEW." + del + ") EXECUTE FUNCTION " + name + "_count();\n" +
+		countsTruncate(t) + "\n"
+}
+
+// countsTruncate is the trigger that empties t's count in row_counts after
+// a TRUNCATE of t, which fires no row trigger (migration 00051,
+// row_counts_truncated). It is dropped first: a table whose search is
+// added or dropped gets it again with its other count triggers.
+func countsTruncate(t *sqlstore.SchemaTable) string {
+	return "DROP TRIGGER IF EXISTS " + t.Name + "_counts_truncate ON " + t.Name + ";\n" +
+		"CREATE TRIGGER " + t.Name + "_counts_truncate AFTER TRUNCATE ON " + t.Name + "\n" +
+		"    FOR EACH STATEMENT EXECUTE FUNCTION row_counts_truncated(" + sqlstore.QuoteString(t.Resource) + ");\n"
 }
 
 // CountShard is the shard of row_counts that a count trigger adds its 1 or
@@ -426,7 +437,8 @@ func rowsTriggers(t *sqlstore.SchemaTable) string {
 	return "CREATE TRIGGER " + rows + " AFTER INSERT OR DELETE ON " + name + "\n    FOR EACH ROW EXECUTE FUNCTION " + rows + "();\n" +
 		"CREATE TRIGGER " + rows + "_truncate AFTER TRUNCATE ON " + name + "\n    FOR EACH STATEMENT EXECUTE FUNCTION " + rows + "();\n" +
 		"CREATE TRIGGER " + rows + "_update AFTER UPDATE OF " + strings.Join(watched, ", ") + " ON " + name + "\n" +
-		"    FOR EACH ROW WHEN (" + strings.Join(conds, " OR ") + ")\n    EXECUTE FUNCTION " + rows + "();\n"
+		"    FOR EACH ROW WHEN (" + strings.Join(conds, " OR ") + ")\n    EXECUTE FUNCTION " + rows + "();\n" +
+		countsTruncate(t)
 }
 
 // trigramOps returns the key columns of a search table's trigram index:

@@ -79,6 +79,7 @@ func TestGeneratedMigration(t *testing.T) {
 		storetest.CheckGenerated(t, db, introspection, store, gadgets)
 		mustSearchTriggers(t, db, gadgets)
 		mustCountShards(t, db, postgres.RowsFunction(gadgets.Name))
+		mustCountsTruncate(t, db, gadgets.Name)
 		owner := mustCreateIn(t, store, resourceapi.Users, resourceapi.Record{"name": "Jacquard", "email": "jacquard@example.com"})
 		loom = mustCreateIn(t, store, gadgets, resourceapi.Record{"owner_id": owner.ID(), "name": "Loom", "weight": int64(900), "color": "green"})
 
@@ -105,6 +106,7 @@ func TestGeneratedMigration(t *testing.T) {
 		storetest.CheckGenerated(t, db, introspection, store, changed)
 		mustSearchTriggers(t, db, changed)
 		mustCountShards(t, db, postgres.RowsFunction(changed.Name))
+		mustCountsTruncate(t, db, changed.Name)
 		got, err := store.Get(context.Background(), changed, loom.ID())
 		if err != nil {
 			t.Fatal(err)

@@ -186,11 +186,11 @@ func TestNormalizeEmailsMigration(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// As migration 9 left it: without what migrations 11, 12, 15, 20, 25, 28, 30, 31, 35, 46, 47 and 48 add (47 drops an index 6 made).
+	// As migration 9 left it: without what migrations 11, 12, 15, 20, 25, 28, 30, 31, 35, 46, 47, 48 and 51 add (47 drops an index 6 made).
 	if _, err := raw.ExecContext(ctx, "ALTER TABLE events DROP COLUMN alias, DROP COLUMN actor, DROP COLUMN hooked_at; DROP TABLE idempotency_keys, events_purged, webhook_attempts, webhook_deliveries, webhooks; "+
 		"DROP TRIGGER events_commit_order ON events; DROP FUNCTION events_in_commit_order; DROP SEQUENCE events_commit_order; "+
 		"DROP FUNCTION events_establish_horizon; DROP SEQUENCE events_horizon, events_epoch, events_epoch_waited; "+
-		"DROP FUNCTION solo_guard CASCADE; DROP SEQUENCE solo_holder; DROP FUNCTION identity_confirm; DROP FUNCTION identity_moved; "+
+		"DROP FUNCTION solo_guard CASCADE; DROP FUNCTION row_counts_truncated CASCADE; DROP SEQUENCE solo_holder; DROP FUNCTION identity_confirm; DROP FUNCTION identity_moved; "+
 		"DROP TABLE events_published; CREATE INDEX events_unpublished ON events (id) WHERE published_at IS NULL; ALTER TABLE events DROP COLUMN payload_text"); err != nil {
 		t.Fatal(err)
 	}
