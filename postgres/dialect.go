@@ -77,17 +77,14 @@ func (dialect) SearchTable(res *resourceapi.Resource) string { return SearchTabl
 // trigram, reads every entry it holds (q=ab over 136,000 copies: 2.2 s
 // against 83 ms for the scan).
 func (dialect) SearchMatch(q *sqlstore.Query, res *resourceapi.Resource, s string) string {
-	var ors []string
+	arg, match := sqlstore.LikePattern(s), func(col, p string) string { return col + " LIKE " + p }
 	if !SearchIndexed(s) {
-		p := "(SELECT lower(" + q.Arg(s) + "))"
-		for _, col := range sqlstore.SearchColumns(res) {
-			ors = append(ors, "strpos("+SearchColumn(col)+", "+p+") > 0")
-		}
-		return "(" + strings.Join(ors, " OR ") + ")"
+		arg, match = s, func(col, p string) string { return "strpos(" + col + ", " + p + ") > 0" }
 	}
-	p := "(SELECT lower(" + q.Arg(sqlstore.LikePattern(s)) + "))"
+	p := "(SELECT lower(" + q.Arg(arg) + "))"
+	var ors []string
 	for _, col := range sqlstore.SearchColumns(res) {
-		ors = append(ors, SearchColumn(col)+" LIKE "+p)
+		ors = append(ors, match(SearchColumn(col), p))
 	}
 	return "(" + strings.Join(ors, " OR ") + ")"
 }

@@ -493,7 +493,7 @@ func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource,
 		plan |= searchPlan
 	}
 	if plan != 0 {
-		ctx = context.WithValue(ctx, genericPlanKey{}, plan)
+		ctx = context.WithValue(ctx, planKey{}, plan)
 	}
 	if ids, ok := s.dialect.(IDsFirst); ok && ids.IDsFirst() && (lq.Search != "" || lq.Offset >= deepOffset) {
 		s.idsFirst(q, cols, res, lq, s.versionColumn(s.identityCheck(ctx)))
@@ -525,7 +525,7 @@ func (s *Store) list(ctx context.Context, tx Querier, res *resourceapi.Resource,
 	return s.scanPage(ctx, tx, q, cols, res, lq)
 }
 
-type genericPlanKey struct{}
+type planKey struct{}
 
 // SearchIndex is implemented by a dialect whose search index serves only
 // some values of q (PostgreSQL's trigram indexes: a q with a trigram). A
@@ -540,7 +540,7 @@ func searchIndexed(d Dialect, q string) bool {
 	return !ok || si.SearchIndexed(q)
 }
 
-// planKind is the value under genericPlanKey, what GenericPlan and
+// planKind is the value under planKey, what GenericPlan and
 // SearchPlan report: a byte, which a context holds without an allocation.
 type planKind uint8
 
@@ -583,7 +583,7 @@ func OneRow(ctx context.Context) bool {
 // column's statistics) cost more than running it: 100 µs of 200 for page 3,
 // four fifths of a search that matches nothing.
 func GenericPlan(ctx context.Context) bool {
-	v, _ := ctx.Value(genericPlanKey{}).(planKind)
+	v, _ := ctx.Value(planKey{}).(planKind)
 	return v&genericPlan != 0
 }
 
@@ -602,7 +602,7 @@ func GenericPlan(ctx context.Context) bool {
 // fill of the list; the statement's other scans are by the sort's index or
 // by id.
 func SearchPlan(ctx context.Context) bool {
-	v, _ := ctx.Value(genericPlanKey{}).(planKind)
+	v, _ := ctx.Value(planKey{}).(planKind)
 	return v&searchPlan != 0
 }
 
