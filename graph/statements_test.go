@@ -102,10 +102,10 @@ func TestOneRecordStatementsAsGet(t *testing.T) {
 					count(get)
 					count(gql)
 				}
-				gs, gt, gq := count(get)
+				gs, gt, gq := fewest(count, get)
 				answered := graph.FastAnswered(s.gql)
-				qs, qt, qq := count(gql)
-				if graph.FastAnswered(s.gql) != answered+1 {
+				qs, qt, qq := fewest(count, gql)
+				if graph.FastAnswered(s.gql) != answered+3 { // fewest sends it three times
 					t.Errorf("%s: not answered by the fast path", c.query)
 				}
 				if solo && !db.Holding() {
@@ -120,4 +120,18 @@ func TestOneRecordStatementsAsGet(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fewest sends a request three times with count and returns what the one
+// with the fewest round trips ran: the round trips counted are the proxy's,
+// which the solo holder's lease poll (its own connection, on a timer) may
+// fall among; it adds a round trip and never takes one away.
+func fewest(count func(func() *response) (int, int, string), send func() *response) (int, int, string) {
+	stmts, trips, text := count(send)
+	for range 2 {
+		if s, tr, tx := count(send); tr < trips {
+			stmts, trips, text = s, tr, tx
+		}
+	}
+	return stmts, trips, text
 }
